@@ -1,0 +1,204 @@
+#include "core/dtype.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace orochi {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kF64: case DType::kI64: return 8;
+    case DType::kF32: case DType::kI32: return 4;
+    case DType::kBF16: case DType::kF16: case DType::kI16: return 2;
+    case DType::kF8E4M3: case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kBF16: return "bf16";
+    case DType::kF16: return "f16";
+    case DType::kF8E4M3: return "f8e4m3";
+    case DType::kF64: return "f64";
+    case DType::kI64: return "i64";
+    case DType::kI32: return "i32";
+    case DType::kI16: return "i16";
+    case DType::kI8: return "i8";
+    case DType::kU8: return "u8";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+namespace {
+struct NamePair {
+  DType dtype;
+  const char* name;
+};
+constexpr NamePair kSafetensorsNames[] = {
+    {DType::kF32, "F32"}, {DType::kBF16, "BF16"}, {DType::kF16, "F16"},
+    {DType::kF8E4M3, "F8_E4M3"}, {DType::kF64, "F64"}, {DType::kI64, "I64"},
+    {DType::kI32, "I32"}, {DType::kI16, "I16"}, {DType::kI8, "I8"},
+    {DType::kU8, "U8"}, {DType::kBool, "BOOL"},
+};
+}  // namespace
+
+const char* dtype_safetensors_name(DType dtype) {
+  for (const auto& p : kSafetensorsNames)
+    if (p.dtype == dtype) return p.name;
+  return "?";
+}
+
+std::optional<DType> dtype_from_safetensors_name(std::string_view name) {
+  for (const auto& p : kSafetensorsNames)
+    if (name == p.name) return p.dtype;
+  return std::nullopt;
+}
+
+bool dtype_is_float(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16 ||
+         dtype == DType::kF8E4M3 || dtype == DType::kF64;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  float mag;
+  if (exp == 0) mag = std::ldexp(static_cast<float>(mant), -24);  // zero / subnormal
+  else if (exp == 31) mag = mant ? NAN : INFINITY;
+  else mag = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+  return sign ? -mag : mag;
+}
+
+uint16_t f32_to_f16(float value) {
+  uint32_t u;
+  std::memcpy(&u, &value, sizeof u);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (abs < 0x38800000u) {
+    // Subnormal or zero in f16: scale so the f16 subnormal unit (2^-24) becomes 1, round even.
+    float a;
+    std::memcpy(&a, &abs, sizeof a);
+    const float scaled = std::nearbyint(std::ldexp(a, 24));  // default FE_TONEAREST
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(scaled));
+  }
+  // Normal: rebias exponent, round mantissa 23 -> 10 bits to nearest even.
+  uint32_t r = abs - 0x38000000u;  // exponent bias 127 -> 15
+  r += 0xfffu + ((r >> 13) & 1u);
+  return static_cast<uint16_t>(sign | (r >> 13));
+}
+
+float f8e4m3_to_f32(uint8_t b) {
+  const uint32_t sign = b >> 7, exp = (b >> 3) & 0xfu, mant = b & 0x7u;
+  float mag;
+  if (exp == 15 && mant == 7) mag = NAN;
+  else if (exp == 0) mag = std::ldexp(static_cast<float>(mant), -9);
+  else mag = std::ldexp(static_cast<float>(mant | 8u), static_cast<int>(exp) - 10);
+  return sign ? -mag : mag;
+}
+
+uint8_t f32_to_f8e4m3(float value) {
+  if (std::isnan(value)) return 0x7f;
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  float a = std::fabs(value);
+  if (a >= 448.0f) return sign | 0x7e;  // saturate to max finite
+  if (a < std::ldexp(1.0f, -6)) {
+    // Subnormal: unit 2^-9.
+    const int m = static_cast<int>(std::nearbyint(std::ldexp(a, 9)));
+    return static_cast<uint8_t>(sign | m);  // m == 8 rolls into the smallest normal correctly
+  }
+  int e;
+  std::frexp(a, &e);  // a = f * 2^e, f in [0.5,1)
+  const int exp = e - 1 + 7;  // biased
+  const float mant_f = std::ldexp(a, -(e - 1)) - 1.0f;  // in [0,1)
+  int mant = static_cast<int>(std::nearbyint(mant_f * 8.0f));
+  int biased = exp;
+  if (mant == 8) { mant = 0; ++biased; }
+  if (biased > 15 || (biased == 15 && mant == 7)) return sign | 0x7e;
+  return static_cast<uint8_t>(sign | (biased << 3) | mant);
+}
+
+void convert_to_f32(DType dtype, const void* src, float* dst, size_t n, float scale) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, n * 4); return;
+    case DType::kBF16: {
+      auto s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case DType::kF16: {
+      auto s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    case DType::kF8E4M3: {
+      auto s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3_to_f32(s[i]) * scale;
+      return;
+    }
+    case DType::kF64: {
+      auto s = static_cast<const double*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::kI64: {
+      auto s = static_cast<const int64_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::kI32: {
+      auto s = static_cast<const int32_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::kI16: {
+      auto s = static_cast<const int16_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::kI8: {
+      auto s = static_cast<const int8_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+    case DType::kU8: case DType::kBool: {
+      auto s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
+  }
+}
+
+void convert_from_f32(DType dtype, const float* src, void* dst, size_t n, float scale) {
+  switch (dtype) {
+    case DType::kF32: std::memcpy(dst, src, n * 4); return;
+    case DType::kBF16: {
+      auto d = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+      return;
+    }
+    case DType::kF16: {
+      auto d = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case DType::kF8E4M3: {
+      auto d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = f32_to_f8e4m3(src[i] / scale);
+      return;
+    }
+    case DType::kF64: {
+      auto d = static_cast<double*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = src[i];
+      return;
+    }
+    default:
+      OROCHI_CHECK(false, "convert_from_f32 to ", dtype_name(dtype), " is not a float conversion");
+  }
+}
+
+}  // namespace orochi
