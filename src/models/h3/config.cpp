@@ -1,0 +1,107 @@
+#include "models/h3/config.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace orochi::h3 {
+namespace {
+
+template <typename T>
+Status read_field(const nlohmann::json& j, const char* key, T& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_number()) return invalid_argument(std::string("config.json: '") + key + "' must be a number");
+  out = it->get<T>();
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<H3Config> H3Config::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return invalid_argument("config.json must hold a JSON object");
+  if (auto it = j.find("_class_name"); it != j.end() && it->is_string() &&
+                                        *it != "MiniMaxH3Transformer3DModel")
+    return invalid_argument("config.json describes a '" + it->get<std::string>() +
+                            "', not a MiniMaxH3Transformer3DModel: point at the transformer/ folder");
+  H3Config c;
+  OROCHI_RETURN_IF_ERROR(read_field(j, "num_attention_heads", c.num_attention_heads));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "attention_head_dim", c.attention_head_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "hidden_size", c.hidden_size));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "num_layers", c.num_layers));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "num_refiner_layers", c.num_refiner_layers));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "ffn_dim", c.ffn_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "in_channels", c.in_channels));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "audio_in_channels", c.audio_in_channels));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "text_dim", c.text_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "freq_dim", c.freq_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "time_embed_hidden_dim", c.time_embed_hidden_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "time_embed_dim", c.time_embed_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "rope_freq_dim", c.rope_freq_dim));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "rope_theta", c.rope_theta));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "norm_eps", c.norm_eps));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "qk_norm_eps", c.qk_norm_eps));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "final_norm_eps", c.final_norm_eps));
+  if (auto it = j.find("patch_size"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || it->size() != 3)
+      return invalid_argument("config.json: 'patch_size' must be a list of 3 integers (t, h, w)");
+    for (int i = 0; i < 3; ++i) {
+      if (!(*it)[i].is_number_integer())
+        return invalid_argument("config.json: 'patch_size' must hold integers");
+      c.patch_size[i] = (*it)[i].get<int64_t>();
+    }
+  }
+  OROCHI_RETURN_IF_ERROR(c.validate().with_context("config.json"));
+  return c;
+}
+
+Status H3Config::validate() const {
+  const int64_t positive[] = {num_attention_heads, attention_head_dim, hidden_size, num_layers,
+                              ffn_dim, in_channels, audio_in_channels, text_dim, freq_dim,
+                              time_embed_hidden_dim, time_embed_dim, rope_freq_dim,
+                              patch_size[0], patch_size[1], patch_size[2]};
+  for (int64_t v : positive)
+    if (v <= 0 || v > (int64_t{1} << 24))
+      return invalid_argument("every size must be a positive integer below 2^24, got " + std::to_string(v));
+  if (num_refiner_layers < 0) return invalid_argument("num_refiner_layers must be >= 0");
+  if (rotary_dim() > attention_head_dim)
+    return invalid_argument("6 * rope_freq_dim (" + std::to_string(rotary_dim()) +
+                            ") exceeds attention_head_dim (" + std::to_string(attention_head_dim) + ")");
+  if (freq_dim % 2 != 0) return invalid_argument("freq_dim must be even");
+  if (!(norm_eps > 0 && qk_norm_eps > 0 && final_norm_eps > 0 && rope_theta > 1))
+    return invalid_argument("norm epsilons must be > 0 and rope_theta > 1");
+  return Status::ok();
+}
+
+std::string H3Config::summary() const {
+  std::ostringstream os;
+  os << "  blocks " << num_layers << " (+" << num_refiner_layers << " text refiner), hidden "
+     << hidden_size << ", heads " << num_attention_heads << " x " << attention_head_dim
+     << " (inner " << inner_dim() << "), SwiGLU " << ffn_dim << "\n"
+     << "  video rows " << video_patch_dim() << " ch (" << in_channels << " x patch " << patch_size[0]
+     << "x" << patch_size[1] << "x" << patch_size[2] << "), audio rows " << audio_in_channels
+     << " ch, text " << text_dim << " ch\n"
+     << "  timestep: sinusoid " << freq_dim << " -> " << time_embed_hidden_dim << " -> "
+     << time_embed_dim << "; RoPE " << rope_freq_dim << " freqs/axis (" << rotary_dim()
+     << " channels rotated), theta " << rope_theta << "\n";
+  return os.str();
+}
+
+H3Config H3Config::tiny_demo() {
+  H3Config c;
+  c.num_attention_heads = 2;
+  c.attention_head_dim = 16;
+  c.hidden_size = 32;
+  c.num_layers = 4;
+  c.num_refiner_layers = 2;
+  c.ffn_dim = 64;
+  c.in_channels = 4;
+  c.audio_in_channels = 8;
+  c.text_dim = 16;
+  c.freq_dim = 16;
+  c.time_embed_hidden_dim = 32;
+  c.time_embed_dim = 16;
+  c.rope_freq_dim = 2;
+  return c;
+}
+
+}  // namespace orochi::h3

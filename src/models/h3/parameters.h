@@ -1,0 +1,31 @@
+// The MiniMax-H3 transformer's parameters under their diffusers names, with shapes from the config,
+// and the module group each belongs to (for `orochi inspect` and the planner).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+#include "models/h3/config.h"
+
+namespace orochi::h3 {
+
+enum class ParamGroup { kAttention, kFfn, kAdaln, kEmbedding, kHead, kNorm };
+inline constexpr ParamGroup kAllParamGroups[] = {ParamGroup::kAttention, ParamGroup::kFfn,
+                                                 ParamGroup::kAdaln,     ParamGroup::kEmbedding,
+                                                 ParamGroup::kHead,      ParamGroup::kNorm};
+const char* param_group_name(ParamGroup group);
+
+struct ParamSpec {
+  std::string name;  // diffusers name, e.g. "transformer_blocks.3.attn.to_q.weight"
+  Shape shape;
+};
+
+// Every parameter the model needs, in a stable order (embedders, refiner, blocks, output).
+std::vector<ParamSpec> h3_parameters(const H3Config& config);
+
+// Module group of a parameter name in either the diffusers or the original release naming.
+ParamGroup param_group_of(std::string_view name);
+
+}  // namespace orochi::h3

@@ -1,0 +1,197 @@
+#include "models/h3/transformer.h"
+
+#include <cmath>
+
+#include "backends/cpu/ops.h"
+
+namespace orochi::h3 {
+namespace {
+
+void notify(const H3Observer& observer, const std::string& name, const Tensor& t) {
+  if (observer) observer(name, t);
+}
+
+Tensor apply_linear(const Tensor& x, const LinearWeights& l) {
+  return cpu::linear(x, l.weight, l.bias_or_null());
+}
+
+// Self-attention over all rows of x [S, H]; RoPE only when a table is given (not in the refiner).
+Tensor self_attention(const Tensor& x, const AttentionWeights& a, const H3Config& c,
+                      const cpu::RopeTable* rope) {
+  const int64_t S = x.dim(0), heads = c.num_attention_heads, hd = c.attention_head_dim;
+  const float eps = static_cast<float>(c.qk_norm_eps);
+  Tensor q = cpu::rms_norm(apply_linear(x, a.to_q).view({S, heads, hd}), a.norm_q, eps);  // [S, h, d]
+  Tensor k = cpu::rms_norm(apply_linear(x, a.to_k).view({S, heads, hd}), a.norm_k, eps);
+  Tensor v = apply_linear(x, a.to_v).view({S, heads, hd});
+  if (rope) {
+    cpu::apply_rope(q, *rope);
+    cpu::apply_rope(k, *rope);
+  }
+  Tensor o = cpu::attention(q, k, v).view({S, heads * hd});  // [S, inner]
+  return apply_linear(o, a.to_out);                          // [S, H]
+}
+
+Tensor feed_forward(const Tensor& x, const BlockWeights& b) {
+  return apply_linear(cpu::swiglu(apply_linear(x, b.ff_in)), b.ff_out);
+}
+
+// Plain pre-norm block over the L text rows: no modulation, no gates, no RoPE.
+void refiner_block(Tensor& h, const BlockWeights& b, const H3Config& c) {
+  const float eps = static_cast<float>(c.norm_eps);
+  cpu::add_inplace(h, self_attention(cpu::rms_norm(h, b.norm1, eps), b.attn, c, nullptr));
+  cpu::add_inplace(h, feed_forward(cpu::rms_norm(h, b.norm2, eps), b));
+}
+
+// AdaLN block; `table` [n_t*3, 6H] is indexed per row by `adaln_idx` [S].
+void transformer_block(Tensor& h, const BlockWeights& b, const Tensor& table, const Tensor& adaln_idx,
+                       const cpu::RopeTable& rope, const H3Config& c) {
+  const int64_t H = c.hidden_size;
+  const float eps = static_cast<float>(c.norm_eps);
+  auto chunk = [&](int i) { return table.slice(1, i * H, (i + 1) * H); };  // row-strided [R, H]
+  Tensor a = cpu::modulate(cpu::rms_norm(h, b.norm1, eps), chunk(0), chunk(1), adaln_idx);
+  cpu::gated_residual(h, chunk(2), adaln_idx, self_attention(a, b.attn, c, &rope));
+  Tensor f = cpu::modulate(cpu::rms_norm(h, b.norm2, eps), chunk(3), chunk(4), adaln_idx);
+  cpu::gated_residual(h, chunk(5), adaln_idx, feed_forward(f, b));
+}
+
+Status check_indices(const Tensor& idx, int64_t n, int64_t S, const char* what, std::vector<int>& owner) {
+  if (!idx.defined() || idx.dtype() != DType::kI64 || idx.ndim() != 1 || idx.numel() != n)
+    return shape_mismatch(std::string(what) + " must be i64 [" + std::to_string(n) + "], got " +
+                          (idx.defined() ? idx.describe() : "nothing"));
+  const Tensor dense = idx.contiguous();
+  const int64_t* p = dense.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[i] < 0 || p[i] >= S)
+      return invalid_argument(std::string(what) + "[" + std::to_string(i) + "] = " + std::to_string(p[i]) +
+                              " is outside the packed sequence of " + std::to_string(S) + " rows");
+    if (owner[p[i]]++)
+      return invalid_argument("packed row " + std::to_string(p[i]) + " is claimed twice (" + what + ")");
+  }
+  return Status::ok();
+}
+
+Status check_rows(const Tensor& t, int64_t cols, const char* what, int64_t& rows) {
+  if (!t.defined() || t.dtype() != DType::kF32 || t.ndim() != 2 || t.dim(1) != cols)
+    return shape_mismatch(std::string(what) + " must be f32 [rows, " + std::to_string(cols) + "], got " +
+                          (t.defined() ? t.describe() : "nothing"));
+  rows = t.dim(0);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validate_inputs(const H3Config& c, const H3Inputs& in, int64_t num_timesteps) {
+  if (!in.positions.defined() || in.positions.dtype() != DType::kF32 || in.positions.ndim() != 2 ||
+      in.positions.dim(1) != 3)
+    return shape_mismatch("positions must be f32 [S, 3]");
+  const int64_t S = in.positions.dim(0);
+  if (S == 0) return invalid_argument("the packed sequence is empty");
+  int64_t nv = 0, na = 0, nt = 0;
+  OROCHI_RETURN_IF_ERROR(check_rows(in.video, c.video_patch_dim(), "video rows", nv));
+  OROCHI_RETURN_IF_ERROR(check_rows(in.audio, c.audio_in_channels, "audio rows", na));
+  OROCHI_RETURN_IF_ERROR(check_rows(in.text, c.text_dim, "text rows", nt));
+  if (nt == 0) return invalid_argument("H3 needs at least one text row");
+  if (nv + na + nt != S)
+    return invalid_argument(std::to_string(nv) + " video + " + std::to_string(na) + " audio + " +
+                            std::to_string(nt) + " text rows do not fill the " + std::to_string(S) +
+                            " packed rows");
+  std::vector<int> owner(S, 0);
+  OROCHI_RETURN_IF_ERROR(check_indices(in.video_indices, nv, S, "video_indices", owner));
+  OROCHI_RETURN_IF_ERROR(check_indices(in.audio_indices, na, S, "audio_indices", owner));
+  OROCHI_RETURN_IF_ERROR(check_indices(in.text_indices, nt, S, "text_indices", owner));
+  for (const auto* t : {&in.timestep_indices, &in.token_tags})
+    if (!t->defined() || t->dtype() != DType::kI64 || t->ndim() != 1 || t->numel() != S)
+      return shape_mismatch("timestep_indices and token_tags must be i64 [" + std::to_string(S) + "]");
+  const Tensor ti_dense = in.timestep_indices.contiguous(), tg_dense = in.token_tags.contiguous();
+  const int64_t* ti = ti_dense.data<int64_t>();
+  const int64_t* tg = tg_dense.data<int64_t>();
+  for (int64_t s = 0; s < S; ++s) {
+    if (ti[s] < 0 || ti[s] >= num_timesteps)
+      return invalid_argument("row " + std::to_string(s) + " has timestep index " + std::to_string(ti[s]) +
+                              " but only " + std::to_string(num_timesteps) + " timesteps were tabled");
+    if (tg[s] < 0 || tg[s] >= kModalities)
+      return invalid_argument("row " + std::to_string(s) + " has token tag " + std::to_string(tg[s]) +
+                              " (valid: 0 video, 1 text, 2 audio)");
+  }
+  const Tensor pos_dense = in.positions.contiguous();
+  const float* pos = pos_dense.data<float>();
+  for (int64_t i = 0; i < 3 * S; ++i)
+    if (!std::isfinite(pos[i])) return invalid_argument("position " + std::to_string(i / 3) + " is not finite");
+  return Status::ok();
+}
+
+ModulationTables compute_modulation_tables(const H3Weights& w, const Tensor& timesteps,
+                                           const H3Observer& observer) {
+  const H3Config& c = w.config;
+  ModulationTables m;
+  m.timesteps = timesteps.contiguous();
+  const int64_t n_t = m.timesteps.numel();
+  Tensor sinusoid = cpu::timestep_embedding(m.timesteps, static_cast<int>(c.freq_dim));  // [n_t, freq]
+  m.temb = apply_linear(cpu::silu(apply_linear(sinusoid, w.time_linear_1)), w.time_linear_2);
+  notify(observer, "temb", m.temb);
+  const Tensor act = cpu::silu(m.temb);  // every AdaLN projection reads SiLU(temb)
+  for (size_t i = 0; i < w.blocks.size(); ++i) {
+    // [n_t, 18H] viewed as [n_t * 3 modalities, 6H]
+    m.blocks.push_back(apply_linear(act, w.blocks[i].adaln).view({n_t * kModalities, 6 * c.hidden_size}));
+    notify(observer, "block." + std::to_string(i) + ".modulation", m.blocks.back());
+  }
+  m.final = apply_linear(act, w.norm_out_linear);  // [n_t, 2H]
+  return m;
+}
+
+Expected<H3Outputs> forward(const H3Weights& w, const H3Inputs& in, const ModulationTables& tables,
+                            const H3Observer& observer) {
+  const H3Config& c = w.config;
+  OROCHI_RETURN_IF_ERROR(validate_inputs(c, in, tables.timesteps.numel()));
+  OROCHI_CHECK(tables.blocks.size() == w.blocks.size(), "modulation tables for ", tables.blocks.size(),
+               " blocks, model has ", w.blocks.size());
+  const int64_t S = in.rows(), H = c.hidden_size;
+
+  const cpu::RopeTable rope =
+      cpu::rope_table(in.positions.contiguous(), cpu::rope_inv_freq(static_cast<int>(c.rope_freq_dim),
+                                                                    static_cast<float>(c.rope_theta)));
+  notify(observer, "rope.cos", rope.cos);
+  notify(observer, "rope.sin", rope.sin);
+
+  // 1. Embed each modality; the text stream goes through the token refiner first.
+  Tensor text = apply_linear(in.text.contiguous(), w.context_embedder);  // [L, H]
+  for (size_t i = 0; i < w.refiner.size(); ++i) {
+    refiner_block(text, w.refiner[i], c);
+    notify(observer, "refiner." + std::to_string(i), text);
+  }
+  text = cpu::rms_norm(text, w.refiner_final_norm, static_cast<float>(c.final_norm_eps));
+  notify(observer, "text_embeds", text);
+
+  Tensor h = Tensor::zeros({S, H}, DType::kF32);  // [S, H] packed residual stream
+  cpu::scatter_rows(h, in.text_indices, text);
+  cpu::scatter_rows(h, in.video_indices, apply_linear(in.video.contiguous(), w.proj_in));
+  cpu::scatter_rows(h, in.audio_indices, apply_linear(in.audio.contiguous(), w.audio_proj_in));
+  notify(observer, "packed", h);
+
+  // 2. Blocks, each indexing its AdaLN table by (timestep, modality).
+  std::vector<int64_t> adaln(S);
+  const Tensor ti_dense = in.timestep_indices.contiguous(), tg_dense = in.token_tags.contiguous();
+  const int64_t* ti = ti_dense.data<int64_t>();
+  const int64_t* tg = tg_dense.data<int64_t>();
+  for (int64_t s = 0; s < S; ++s) adaln[s] = ti[s] * kModalities + tg[s];
+  const Tensor adaln_idx = Tensor::from_ints(adaln, {S});
+  for (size_t i = 0; i < w.blocks.size(); ++i) {
+    transformer_block(h, w.blocks[i], tables.blocks[i], adaln_idx, rope, c);
+    notify(observer, "block." + std::to_string(i), h);
+  }
+
+  // 3. Output norm modulated per timestep (not per modality), then the two per-row heads on
+  //    just their rows.
+  Tensor y = cpu::modulate(cpu::rms_norm(h, w.norm_out, static_cast<float>(c.final_norm_eps)),
+                           tables.final.slice(1, 0, H), tables.final.slice(1, H, 2 * H),
+                           in.timestep_indices.contiguous());
+  notify(observer, "norm_out", y);
+  H3Outputs out;
+  out.video = apply_linear(cpu::gather_rows(y, in.video_indices.contiguous()), w.proj_out);
+  out.audio = apply_linear(cpu::gather_rows(y, in.audio_indices.contiguous()), w.audio_proj_out);
+  notify(observer, "out.video", out.video);
+  notify(observer, "out.audio", out.audio);
+  return out;
+}
+
+}  // namespace orochi::h3

@@ -1,0 +1,109 @@
+#include "models/h3/weights.h"
+
+#include <map>
+#include <random>
+
+#include "core/log.h"
+#include "models/h3/checkpoint_layout.h"
+#include "weights/model_folder.h"
+
+namespace orochi::h3 {
+namespace {
+
+// Pulls named parameters out of a source, remembering the first failure.
+class Collector {
+ public:
+  explicit Collector(const ParamSource& source, const H3Config& config) : source_(source) {
+    for (ParamSpec& spec : h3_parameters(config)) specs_.emplace(spec.name, std::move(spec));
+  }
+  Tensor take(const std::string& name) {
+    if (!status_.is_ok()) return {};
+    auto it = specs_.find(name);
+    OROCHI_CHECK(it != specs_.end(), "no parameter spec named ", name);
+    Expected<Tensor> t = source_(it->second);
+    if (!t) {
+      status_ = t.status();
+      return {};
+    }
+    return std::move(t).value();
+  }
+  LinearWeights linear(const std::string& name, bool bias) {
+    LinearWeights l;
+    l.weight = take(name + ".weight");
+    if (bias) l.bias = take(name + ".bias");
+    return l;
+  }
+  BlockWeights block(const std::string& p, bool with_adaln) {
+    BlockWeights b;
+    b.norm1 = take(p + "norm1.weight");
+    b.norm2 = take(p + "norm2.weight");
+    b.attn.to_q = linear(p + "attn.to_q", false);
+    b.attn.to_k = linear(p + "attn.to_k", false);
+    b.attn.to_v = linear(p + "attn.to_v", false);
+    b.attn.to_out = linear(p + "attn.to_out.0", false);
+    b.attn.norm_q = take(p + "attn.norm_q.weight");
+    b.attn.norm_k = take(p + "attn.norm_k.weight");
+    b.ff_in = linear(p + "ff.net.0.proj", false);
+    b.ff_out = linear(p + "ff.net.2", false);
+    if (with_adaln) b.adaln = linear(p + "adaln_proj.linear", true);
+    return b;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const ParamSource& source_;
+  std::map<std::string, ParamSpec> specs_;
+  Status status_;
+};
+
+}  // namespace
+
+Expected<H3Weights> assemble_weights(const H3Config& config, const ParamSource& source) {
+  Collector c(source, config);
+  H3Weights w;
+  w.config = config;
+  w.proj_in = c.linear("proj_in", true);
+  w.audio_proj_in = c.linear("audio_proj_in", true);
+  w.context_embedder = c.linear("context_embedder", true);
+  w.time_linear_1 = c.linear("time_embedder.linear_1", true);
+  w.time_linear_2 = c.linear("time_embedder.linear_2", true);
+  for (int64_t i = 0; i < config.num_refiner_layers; ++i)
+    w.refiner.push_back(c.block("token_refiner.refiner_blocks." + std::to_string(i) + ".", false));
+  w.refiner_final_norm = c.take("token_refiner.final_norm.weight");
+  for (int64_t i = 0; i < config.num_layers; ++i)
+    w.blocks.push_back(c.block("transformer_blocks." + std::to_string(i) + ".", true));
+  w.norm_out = c.take("norm_out.norm.weight");
+  w.norm_out_linear = c.linear("norm_out.linear", true);
+  w.proj_out = c.linear("proj_out", true);
+  w.audio_proj_out = c.linear("audio_proj_out", true);
+  if (!c.status().is_ok()) return c.status();
+  return w;
+}
+
+Expected<H3Weights> load_weights(const std::string& folder) {
+  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
+  OROCHI_ASSIGN_OR_RETURN(H3Config config, H3Config::from_json(model.config));
+  OROCHI_ASSIGN_OR_RETURN(KeyLayout layout, detect_key_layout(model.weights));
+  OROCHI_RETURN_IF_ERROR(check_checkpoint_keys(model.weights, layout, config));
+  log_debug("loading ", folder, " (", layout.describe(), ")");
+  return assemble_weights(config, [&](const ParamSpec& spec) {
+    return read_parameter(model.weights, layout, spec, config);
+  });
+}
+
+H3Weights random_weights(const H3Config& config, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto source = [&](const ParamSpec& spec) -> Expected<Tensor> {
+    const bool is_norm = param_group_of(spec.name) == ParamGroup::kNorm;
+    const bool is_bias = spec.name.size() > 5 && spec.name.compare(spec.name.size() - 5, 5, ".bias") == 0;
+    std::normal_distribution<float> dist(is_norm ? 1.0f : 0.0f, is_norm ? 0.1f : (is_bias ? 0.05f : 0.2f));
+    Tensor t = Tensor::empty(spec.shape, DType::kF32);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    return t;
+  };
+  Expected<H3Weights> w = assemble_weights(config, source);
+  OROCHI_CHECK(w.has_value(), w.status().to_string());
+  return std::move(w).value();
+}
+
+}  // namespace orochi::h3

@@ -1,0 +1,60 @@
+// The MiniMax-H3 transformer's weights as f32 host tensors (the CPU reference computes in f32
+// whatever the checkpoint stores), grouped the way the forward uses them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/h3/config.h"
+#include "models/h3/parameters.h"
+
+namespace orochi::h3 {
+
+struct LinearWeights {
+  Tensor weight;  // [out, in]
+  Tensor bias;    // [out], undefined when the layer has none
+  const Tensor* bias_or_null() const { return bias.defined() ? &bias : nullptr; }
+};
+
+struct AttentionWeights {
+  LinearWeights to_q, to_k, to_v, to_out;
+  Tensor norm_q, norm_k;  // [head_dim]
+};
+
+struct BlockWeights {
+  Tensor norm1, norm2;        // [H]
+  AttentionWeights attn;
+  LinearWeights ff_in;        // [2F, H], rows [value; gate]
+  LinearWeights ff_out;       // [H, F]
+  LinearWeights adaln;        // [18H, time_embed_dim]; undefined in refiner blocks
+};
+
+struct H3Weights {
+  H3Config config;
+  LinearWeights proj_in, audio_proj_in, context_embedder;
+  LinearWeights time_linear_1, time_linear_2;
+  std::vector<BlockWeights> refiner;
+  Tensor refiner_final_norm;
+  std::vector<BlockWeights> blocks;
+  Tensor norm_out;            // [H]
+  LinearWeights norm_out_linear;  // [2H, time_embed_dim]: shift | scale
+  LinearWeights proj_out, audio_proj_out;
+};
+
+// Produces each parameter (by diffusers name and shape) from somewhere: a checkpoint, a generator.
+using ParamSource = std::function<Expected<Tensor>(const ParamSpec&)>;
+
+Expected<H3Weights> assemble_weights(const H3Config& config, const ParamSource& source);
+
+// Loads a transformer folder (config.json + safetensors, diffusers or original names). Reports
+// unknown/missing keys by name and wrong shapes by key.
+Expected<H3Weights> load_weights(const std::string& folder);
+
+// Deterministic random weights (the built-in demo model): N(0, 0.2) matrices, N(0, 0.05) biases,
+// 1 + N(0, 0.1) norm weights, from `seed`.
+H3Weights random_weights(const H3Config& config, uint64_t seed);
+
+}  // namespace orochi::h3

@@ -1,0 +1,32 @@
+// A diffusers-layout component folder (transformer/, vae/, text_encoder/...): config.json next to
+// the weights. Also the key-set check every model loader runs against its expected parameter names.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "weights/checkpoint.h"
+
+namespace orochi::weights {
+
+struct ModelFolder {
+  std::string path;
+  nlohmann::json config;  // config.json, parsed; always an object
+  Checkpoint weights;
+
+  // Errors: not_found (no folder, no config.json, no weights), corrupt_file (config.json is not a
+  // JSON object, or the weights fail Checkpoint::open's checks).
+  static Expected<ModelFolder> open(const std::string& path);
+};
+
+// Compares a checkpoint's tensor names with the names a model expects. Both directions matter:
+// an unknown key usually means the wrong model or variant, a missing key means a weight would stay
+// uninitialized. Returns invalid_argument listing up to 10 of each, e.g.
+//   "transformer: 2 unknown keys (bar.bias, foo.weight), 1 missing key (proj_in.weight);
+//    is this the right model folder?"
+Status check_key_set(const std::vector<std::string>& present, const std::vector<std::string>& expected,
+                     const std::string& what);
+
+}  // namespace orochi::weights
