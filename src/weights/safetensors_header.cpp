@@ -109,11 +109,16 @@ Status parse_entry(const std::string& name, const json& v, uint64_t data_bytes,
                "] end before they begin");
 
   // numel * element size, with overflow checks: a hostile shape must not wrap around to a match.
-  uint64_t bytes = dtype_size(info->dtype);
+  // Zero dims are skipped in the check, so [0, 2^40, 2^40] is refused like [2^40, 2^40, 0]: its
+  // strides would overflow int64 even though it holds no bytes.
+  int64_t addressable = static_cast<int64_t>(dtype_size(info->dtype));
+  bool empty = false;
   for (int64_t d : info->shape) {
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+    if (d == 0) empty = true;
+    else if (__builtin_mul_overflow(addressable, d, &addressable))
       return bad("shape " + shape_to_string(info->shape) + " is too large to address");
   }
+  const uint64_t bytes = empty ? 0 : static_cast<uint64_t>(addressable);
   if (bytes != info->end - info->begin)
     return bad(std::string(dtype_safetensors_name(info->dtype)) + shape_to_string(info->shape) +
                " needs " + std::to_string(bytes) + " bytes but data_offsets [" +

@@ -27,7 +27,7 @@ Tensor swiglu(const Tensor& u) {
   Tensor y = Tensor::empty(out_shape, DType::kF32);
   const float* pu = u.data<float>();
   float* py = y.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (u.numel() > detail::kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* value = pu + r * two_i;
     const float* gate = value + I;

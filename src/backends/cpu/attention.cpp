@@ -20,7 +20,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v) {
   const float* pk = k.data<float>();
   const float* pv = v.data<float>();
   float* po = out.data<float>();
-#pragma omp parallel
+#pragma omp parallel if (Sq * Sk * H * D > detail::kParallelWork)
   {
     std::vector<float> scores(Sk);
 #pragma omp for schedule(static) collapse(2)

@@ -73,7 +73,7 @@ void apply_rope(Tensor& x, const RopeTable& table) {
   float* px = x.data<float>();
   const float* pc = table.cos.data<float>();
   const float* ps = table.sin.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x.numel() > detail::kParallelWork)
   for (int64_t s = 0; s < S; ++s) {
     const float* c = pc + s * R;
     const float* sn = ps + s * R;

@@ -20,7 +20,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   const float* pw = w.data<float>();
   const float* pb = bias ? bias->data<float>() : nullptr;
   float* py = y.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (M * N * K > detail::kParallelWork)
   for (int64_t m = 0; m < M; ++m) {
     const float* xr = px + m * K;
     for (int64_t n = 0; n < N; ++n) {

@@ -18,7 +18,7 @@ Tensor modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, const
   const float* psh = shift.data<float>();
   const float* psc = scale.data<float>();
   float* py = y.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (S * C > detail::kParallelWork)
   for (int64_t s = 0; s < S; ++s) {
     const float* sh = psh + pi[s] * shift_stride;
     const float* sc = psc + pi[s] * scale_stride;
@@ -40,7 +40,7 @@ void gated_residual(Tensor& h, const Tensor& gate, const Tensor& idx, const Tens
   float* ph = h.data<float>();
   const float* pg = gate.data<float>();
   const float* py = y.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (S * C > detail::kParallelWork)
   for (int64_t s = 0; s < S; ++s) {
     const float* g = pg + pi[s] * gate_stride;
     for (int64_t c = 0; c < C; ++c) ph[s * C + c] += g[c] * py[s * C + c];

@@ -14,7 +14,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
   const float* px = x.data<float>();
   const float* pw = weight.data<float>();
   float* py = y.data<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x.numel() > detail::kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = px + r * C;
     float sum = 0.0f;

@@ -6,6 +6,9 @@
 
 namespace orochi::cpu::detail {
 
+// Below this many multiply-adds a loop stays on one thread: waking the pool costs more.
+inline constexpr int64_t kParallelWork = int64_t{1} << 18;
+
 inline void require_f32_contiguous(const Tensor& t, const char* what) {
   OROCHI_CHECK(t.defined() && t.dtype() == DType::kF32 && t.is_contiguous(), what,
                " must be a contiguous f32 tensor, got ", t.defined() ? t.describe() : "undefined");

@@ -1,0 +1,33 @@
+#include "models/h3/summary.h"
+
+namespace orochi::h3 {
+namespace {
+
+void add(ParamSummary& s, ParamGroup group, DType dtype, int64_t numel) {
+  const uint64_t bytes = static_cast<uint64_t>(numel) * dtype_size(dtype);
+  for (GroupStats* g : {&s.groups[group], &s.total}) {
+    g->params += numel;
+    g->bytes += bytes;
+    g->params_by_dtype[dtype] += numel;
+  }
+}
+
+}  // namespace
+
+ParamSummary summarize_checkpoint(const weights::Checkpoint& ckpt, const std::string& prefix) {
+  ParamSummary s;
+  for (const std::string& name : ckpt.names()) {
+    const weights::TensorInfo* info = ckpt.info(name);
+    const std::string key = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+    add(s, param_group_of(key), info->dtype, shape_numel(info->shape));
+  }
+  return s;
+}
+
+ParamSummary summarize_config(const H3Config& config, DType dtype) {
+  ParamSummary s;
+  for (const ParamSpec& spec : h3_parameters(config)) add(s, param_group_of(spec.name), dtype, shape_numel(spec.shape));
+  return s;
+}
+
+}  // namespace orochi::h3

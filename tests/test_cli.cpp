@@ -1,0 +1,90 @@
+// The orochi binary as a user runs it: exit codes and the words a user needs to see.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(OROCHI_BINARY_PATH) + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kData = OROCHI_TEST_DATA_DIR;
+
+TEST(Cli, ForwardOnTheBuiltInDemoModel) {
+  const Result r = run("forward");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("built-in tiny demo model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("video velocity [56, 16]"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("NOT FINITE"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ForwardIsDeterministicAndJson) {
+  const Result a = run("forward --json --seed 7"), b = run("forward --json --seed 7");
+  ASSERT_EQ(a.code, 0) << a.output;
+  auto strip_times = [](std::string s) {
+    std::string out;
+    for (size_t pos = 0; pos < s.size();) {
+      size_t eol = s.find('\n', pos);
+      if (eol == std::string::npos) eol = s.size();
+      const std::string line = s.substr(pos, eol - pos);
+      if (line.find("_s\"") == std::string::npos) out += line + "\n";
+      pos = eol + 1;
+    }
+    return out;
+  };
+  EXPECT_EQ(strip_times(a.output), strip_times(b.output));
+  EXPECT_NE(a.output.find("\"forward_s\""), std::string::npos);
+}
+
+TEST(Cli, ForwardOnACheckpointFolder) {
+  const Result r = run("forward " + kData + "/h3_tiny/transformer --width 64 --height 64 --frames 5");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("packed sequence"), std::string::npos) << r.output;
+}
+
+TEST(Cli, InspectCheckpoint) {
+  const Result r = run("inspect " + kData + "/h3_tiny/transformer");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("diffusers names"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("adaln"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("52.13 K"), std::string::npos) << r.output;  // 52,134 parameters
+}
+
+TEST(Cli, BadInputGetsAClearError) {
+  Result r = run("inspect /nonexistent/model");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("not found"), std::string::npos) << r.output;
+  r = run("forward --frames 100");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("90 and 107"), std::string::npos) << r.output;
+  r = run("forward --width 100");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("multiple of 32"), std::string::npos) << r.output;
+  r = run("forward --seed x");
+  EXPECT_EQ(r.code, 1);
+  r = run("forward --bogus 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("--bogus"), std::string::npos) << r.output;
+  r = run("frobnicate");
+  EXPECT_EQ(r.code, 2);
+}
+
+}  // namespace
