@@ -11,7 +11,9 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
 fi
 cuda="${OROCHI_CUDA:-$cuda}"
+cfe_include="$(ls -d "$root"/.deps/cudnn_frontend-*/include 2>/dev/null | tail -n 1 || true)"
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOROCHI_CUDA="$cuda" >/dev/null
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOROCHI_CUDA="$cuda" \
+    -DOROCHI_CUDNN_FRONTEND_INCLUDE="$cfe_include" >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)"

@@ -179,6 +179,11 @@ TEST(Checkpoint, BadPathsAndFolders) {
                {"no weights", ".safetensors", "index.json"});
   write_text(dir.file("pytorch_model.bin"), "x");
   expect_error(Checkpoint::open(dir.path.string()).status(), ErrorCode::kNotFound, {"convert"});
+  expect_error(Checkpoint::open(dir.file("pytorch_model.bin")).status(), ErrorCode::kUnsupported,
+               {"pytorch_model.bin", "convert"});
+  write_text(dir.file("pytorch_model.bin.index.json"), R"({"weight_map": {"w": "pytorch_model.bin"}})");
+  expect_error(Checkpoint::open(dir.file("pytorch_model.bin.index.json")).status(),
+               ErrorCode::kUnsupported, {"pytorch_model.bin"});
   write_text(dir.file("a.safetensors.index.json"), "{\"weight_map\": {}}");
   write_text(dir.file("b.safetensors.index.json"), "{\"weight_map\": {}}");
   expect_error(Checkpoint::open(dir.path.string()).status(), ErrorCode::kInvalidArgument,

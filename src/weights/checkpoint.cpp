@@ -27,6 +27,17 @@ std::string join_names(const std::vector<std::string>& names, size_t limit) {
   return out;
 }
 
+bool is_pickle_weights(const std::string& name) {
+  return ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth") ||
+         ends_with(name, ".ckpt");
+}
+
+// PyTorch pickles would otherwise fail as "corrupt safetensors", which misleads.
+Status pickle_unsupported(const std::string& path) {
+  return unsupported(path + " is a PyTorch pickle checkpoint, which Orochi does not load (pickles "
+                     "can run code); convert it to safetensors first");
+}
+
 struct FolderListing {
   std::vector<std::string> indexes;      // *.safetensors.index.json
   std::vector<std::string> safetensors;  // *.safetensors
@@ -42,8 +53,7 @@ Expected<FolderListing> list_folder(const std::string& dir) {
     const std::string full = it->path().string();
     if (ends_with(name, ".safetensors.index.json")) listing.indexes.push_back(full);
     else if (ends_with(name, ".safetensors")) listing.safetensors.push_back(full);
-    else if (ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth"))
-      listing.has_pytorch_bins = true;
+    else if (is_pickle_weights(name)) listing.has_pytorch_bins = true;
   }
   if (ec) return io_error(dir + ": cannot list the folder (" + ec.message() + ")");
   std::sort(listing.indexes.begin(), listing.indexes.end());
@@ -73,7 +83,7 @@ Expected<Checkpoint> Checkpoint::open(const std::string& path) {
   if (!listing.safetensors.empty()) return open_files(path, listing.safetensors);
   return not_found(path + ": no weights in this folder; " + kExpected +
                    (listing.has_pytorch_bins
-                        ? " (it holds PyTorch .bin/.pt weights: convert them to safetensors first)"
+                        ? " (it holds PyTorch pickle weights: convert them to safetensors first)"
                         : ""));
 }
 
@@ -82,6 +92,7 @@ Expected<Checkpoint> Checkpoint::open_files(const std::string& path,
   Checkpoint ckpt;
   ckpt.path_ = path;
   for (const std::string& f : files) {
+    if (is_pickle_weights(f)) return pickle_unsupported(f);
     OROCHI_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(f));
     OROCHI_RETURN_IF_ERROR(ckpt.add_file(std::move(file)));
   }
@@ -97,6 +108,7 @@ Expected<Checkpoint> Checkpoint::open_index(const std::string& index_path) {
   std::map<std::string, const SafetensorsFile*> by_shard;
   for (const std::string& shard : index.shards) {
     const std::string shard_path = (dir / shard).string();
+    if (is_pickle_weights(shard)) return pickle_unsupported(shard_path);
     auto file = SafetensorsFile::open(shard_path);
     if (!file.has_value() && file.status().code() == ErrorCode::kNotFound)
       return not_found(index_path + " lists shard '" + shard + "', but " + shard_path +

@@ -16,10 +16,11 @@ class TempFile {
  public:
   explicit TempFile(std::string path) : path_(std::move(path)) {
     file_ = std::fopen(path_.c_str(), "wb");
+    opened_ = file_ != nullptr;
   }
   ~TempFile() {
     if (file_ != nullptr) std::fclose(file_);
-    if (!committed_) std::remove(path_.c_str());
+    if (opened_ && !committed_) std::remove(path_.c_str());  // never remove what we did not create
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
@@ -40,6 +41,7 @@ class TempFile {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  bool opened_ = false;
   bool committed_ = false;
 };
 
