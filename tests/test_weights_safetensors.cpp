@@ -35,9 +35,10 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 // 8-byte little-endian length, `header` verbatim, then `data_bytes` zero bytes.
 std::vector<uint8_t> raw_file(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> out(8);
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
-  out.insert(out.end(), header.begin(), header.end());
+  std::vector<uint8_t> out;
+  out.reserve(8 + header.size() + data_bytes);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i)));
+  for (char c : header) out.push_back(static_cast<uint8_t>(c));
   out.resize(out.size() + data_bytes, 0);
   return out;
 }
