@@ -1,0 +1,133 @@
+#include "models/qwen3vl/text_model.h"
+
+#include "backends/cpu/ops.h"
+#include "backends/cpu/ops_llm.h"
+
+namespace orochi::qwen3vl {
+namespace {
+
+void notify(const TextObserver& observer, const std::string& name, const Tensor& t) {
+  if (observer) observer(name, t);
+}
+
+// fp32 for the ops: an f32 view is used in place, any other dtype is converted (one layer at a time).
+Tensor f32(const Tensor& t) { return t.dtype() == DType::kF32 && t.is_contiguous() ? t : t.to(DType::kF32); }
+
+// One layer's weights in fp32, alive only while the layer runs.
+struct LayerF32 {
+  explicit LayerF32(const TextLayerWeights& w)
+      : input_norm(f32(w.input_layernorm)),
+        post_norm(f32(w.post_attention_layernorm)),
+        q(f32(w.q_proj)),
+        k(f32(w.k_proj)),
+        v(f32(w.v_proj)),
+        o(f32(w.o_proj)),
+        q_norm(f32(w.q_norm)),
+        k_norm(f32(w.k_norm)),
+        gate(f32(w.gate_proj)),
+        up(f32(w.up_proj)),
+        down(f32(w.down_proj)) {}
+  Tensor input_norm, post_norm, q, k, v, o, q_norm, k_norm, gate, up, down;
+};
+
+// x [L, hidden] (already normed) -> attention branch [L, hidden].
+Tensor self_attention(const Tensor& x, const LayerF32& w, const TextConfig& c, const cpu::RopeTable& rope) {
+  const int64_t L = x.dim(0), D = c.head_dim;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  // Per-head RMSNorm over head_dim, before RoPE.
+  Tensor q =
+      cpu::rms_norm(cpu::linear(x, w.q).view({L, c.num_attention_heads, D}), w.q_norm, eps);  // [L, Hq, D]
+  Tensor k =
+      cpu::rms_norm(cpu::linear(x, w.k).view({L, c.num_key_value_heads, D}), w.k_norm, eps);  // [L, Hkv, D]
+  Tensor v = cpu::linear(x, w.v).view({L, c.num_key_value_heads, D});                         // [L, Hkv, D]
+  cpu::apply_rope(q, rope);
+  cpu::apply_rope(k, rope);
+  Tensor o = cpu::causal_attention_gqa(q, k, v).view({L, c.q_dim()});  // [L, Hq·D]
+  return cpu::linear(o, w.o);                                          // [L, hidden]
+}
+
+// In place over the residual stream h [L, hidden].
+void decoder_layer(Tensor& h, const TextLayerWeights& weights, const TextConfig& c,
+                   const cpu::RopeTable& rope) {
+  const LayerF32 w(weights);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  cpu::add_inplace(h, self_attention(cpu::rms_norm(h, w.input_norm, eps), w, c, rope));
+  const Tensor x = cpu::rms_norm(h, w.post_norm, eps);                             // [L, hidden]
+  const Tensor act = cpu::silu_mul(cpu::linear(x, w.gate), cpu::linear(x, w.up));  // [L, I]
+  cpu::add_inplace(h, cpu::linear(act, w.down));                                   // [L, hidden]
+}
+
+}  // namespace
+
+Status validate_token_ids(const TextConfig& c, const Tensor& ids) {
+  if (!ids.defined() || ids.dtype() != DType::kI64 || ids.ndim() != 1)
+    return shape_mismatch("token ids must be i64 [L], got " +
+                          (ids.defined() ? ids.describe() : std::string("nothing")));
+  if (ids.numel() == 0)
+    return invalid_argument("the prompt is empty (0 tokens); Qwen3-VL needs at least one token to encode");
+  const Tensor dense = ids.contiguous();
+  const int64_t* p = dense.data<int64_t>();
+  for (int64_t i = 0; i < dense.numel(); ++i)
+    if (p[i] < 0 || p[i] >= c.vocab_size)
+      return invalid_argument("token id " + std::to_string(p[i]) + " at position " + std::to_string(i) +
+                              " is outside the vocabulary [0, " + std::to_string(c.vocab_size) +
+                              "); was the prompt tokenized with this model's tokenizer?");
+  return Status::ok();
+}
+
+Status validate_positions(const Tensor& positions, int64_t num_tokens) {
+  if (!positions.defined() || positions.dtype() != DType::kI64 || positions.ndim() != 2 ||
+      positions.dim(0) != num_tokens || positions.dim(1) != 3)
+    return shape_mismatch("positions must be i64 [" + std::to_string(num_tokens) + ", 3] (t, h, w), got " +
+                          (positions.defined() ? positions.describe() : std::string("nothing")));
+  return Status::ok();
+}
+
+Tensor text_positions(int64_t num_tokens) {
+  std::vector<int64_t> p(static_cast<size_t>(3 * num_tokens));
+  for (int64_t i = 0; i < num_tokens; ++i) p[3 * i] = p[3 * i + 1] = p[3 * i + 2] = i;
+  return Tensor::from_ints(p, {num_tokens, 3});
+}
+
+Expected<Tensor> embed_tokens(const TextWeights& w, const Tensor& token_ids) {
+  OROCHI_RETURN_IF_ERROR(validate_token_ids(w.config, token_ids));
+  return cpu::embedding_lookup(w.embed_tokens, token_ids.contiguous());  // [L, hidden]
+}
+
+Expected<Tensor> run_decoder(const TextWeights& w, const Tensor& hidden, const Tensor& positions,
+                             const TextObserver& observer) {
+  const TextConfig& c = w.config;
+  if (!hidden.defined() || hidden.dtype() != DType::kF32 || hidden.ndim() != 2 ||
+      hidden.dim(1) != c.hidden_size)
+    return shape_mismatch("decoder input must be f32 [L, " + std::to_string(c.hidden_size) + "], got " +
+                          (hidden.defined() ? hidden.describe() : std::string("nothing")));
+  if (hidden.dim(0) == 0) return invalid_argument("the decoder input has no rows");
+  OROCHI_RETURN_IF_ERROR(validate_positions(positions, hidden.dim(0)));
+
+  const Tensor inv_freq =
+      cpu::rope_inv_freq(static_cast<int>(c.rope_freq_slots()), static_cast<float>(c.rope_theta));
+  const cpu::RopeTable rope = cpu::mrope_interleaved_table(positions.contiguous(), inv_freq, c.mrope_section);
+  notify(observer, "rope.cos", rope.cos);
+  notify(observer, "rope.sin", rope.sin);
+
+  Tensor h = hidden.clone();  // [L, hidden] residual stream
+  notify(observer, "hidden_states.0", h);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    decoder_layer(h, w.layers[i], c, rope);
+    notify(observer, "hidden_states." + std::to_string(i + 1), h);
+  }
+  return h;
+}
+
+Expected<Tensor> encode(const TextWeights& w, const Tensor& token_ids, const Tensor& positions,
+                        const TextObserver& observer) {
+  OROCHI_ASSIGN_OR_RETURN(Tensor embeddings, embed_tokens(w, token_ids));
+  return run_decoder(w, embeddings, positions, observer);
+}
+
+Expected<Tensor> encode_text(const TextWeights& w, const Tensor& token_ids, const TextObserver& observer) {
+  OROCHI_RETURN_IF_ERROR(validate_token_ids(w.config, token_ids));
+  return encode(w, token_ids, text_positions(token_ids.numel()), observer);
+}
+
+}  // namespace orochi::qwen3vl

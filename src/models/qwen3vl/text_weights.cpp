@@ -1,0 +1,161 @@
+#include "models/qwen3vl/text_weights.h"
+
+#include <cstdlib>
+
+#include "core/log.h"
+#include "weights/model_folder.h"
+
+namespace orochi::qwen3vl {
+namespace {
+
+// Tried in order; the first under which "embed_tokens.weight" exists wins.
+constexpr const char* kPrefixes[] = {"model.language_model.", "language_model.", ""};
+
+bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+Expected<std::string> detect_prefix(const weights::Checkpoint& ckpt) {
+  for (const char* p : kPrefixes)
+    if (ckpt.contains(std::string(p) + "embed_tokens.weight")) return std::string(p);
+  std::string sample;
+  const auto names = ckpt.names();
+  for (size_t i = 0; i < names.size() && i < 5; ++i) sample += (i ? ", " : "") + names[i];
+  return invalid_argument("'" + ckpt.path() +
+                          "' is not a Qwen3-VL text checkpoint: no model.language_model.embed_tokens.weight "
+                          "(nor language_model.embed_tokens.weight, embed_tokens.weight); its keys begin " +
+                          (sample.empty() ? std::string("(none)") : sample));
+}
+
+// The layer index of "layers.{i}.…", or -1.
+int64_t layer_index(const std::string& rest) {
+  if (!starts_with(rest, "layers.")) return -1;
+  char* end = nullptr;
+  const char* digits = rest.c_str() + 7;
+  const long long i = std::strtoll(digits, &end, 10);
+  if (end == digits || *end != '.') return -1;
+  return i;
+}
+
+// Keys under the language model's prefix that this load deliberately skips: the final norm, the
+// non-persistent rotary buffer some exports carry, and existing layers past the stop. Keys of other
+// components (vision tower, LM head) lie outside the prefix and are skipped before this.
+bool skipped_on_purpose(const std::string& rest, const TextConfig& c, int64_t stop) {
+  if (starts_with(rest, "norm.") || starts_with(rest, "rotary_emb.")) return true;
+  const int64_t i = layer_index(rest);
+  return i >= stop && i < c.num_hidden_layers;
+}
+
+Status check_keys(const weights::Checkpoint& ckpt, const std::string& prefix, const TextConfig& c,
+                  int64_t stop, const std::vector<std::string>& expected) {
+  std::vector<std::string> present;
+  for (const std::string& name : ckpt.names()) {
+    if (!starts_with(name, prefix)) continue;
+    // With an empty prefix the other components would be "under" it; keep them out by name.
+    if (prefix.empty() &&
+        (starts_with(name, "model.") || starts_with(name, "lm_head.") || starts_with(name, "visual.")))
+      continue;
+    if (!skipped_on_purpose(name.substr(prefix.size()), c, stop)) present.push_back(name);
+  }
+  return weights::check_key_set(present, expected, "Qwen3-VL text checkpoint '" + ckpt.path() + "'");
+}
+
+class Reader {
+ public:
+  Reader(const weights::Checkpoint& ckpt, const std::string& prefix, std::vector<std::string>& loaded)
+      : ckpt_(ckpt), prefix_(prefix), loaded_(loaded) {}
+
+  // A view of `<prefix>name` checked against `shape`; the first failure is kept and later reads skip.
+  Tensor take(const std::string& name, const Shape& shape) {
+    if (!status_.is_ok()) return {};
+    const std::string key = prefix_ + name;
+    Expected<Tensor> t = ckpt_.get(key);
+    if (!t) {
+      status_ = t.status();
+      return {};
+    }
+    if (t->shape() != shape) {
+      status_ = shape_mismatch(key + " has shape " + shape_to_string(t->shape()) + ", expected " +
+                               shape_to_string(shape) + " for this config.json: wrong model or config?");
+      return {};
+    }
+    const DType d = t->dtype();
+    if (d != DType::kF32 && d != DType::kBF16 && d != DType::kF16) {
+      status_ = shape_mismatch(key + " is " + dtype_name(d) +
+                               "; the text decoder reads f32, bf16 or f16 weights (quantized checkpoints are "
+                               "not supported)");
+      return {};
+    }
+    loaded_.push_back(key);
+    return std::move(t).value();
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const weights::Checkpoint& ckpt_;
+  const std::string& prefix_;
+  std::vector<std::string>& loaded_;
+  Status status_;
+};
+
+std::string layer_name(int64_t i, const char* rest) { return "layers." + std::to_string(i) + "." + rest; }
+
+}  // namespace
+
+std::vector<std::string> text_weight_keys(const std::string& prefix, int64_t stop_after_layers) {
+  static constexpr const char* kLayerParams[] = {"input_layernorm.weight",  "self_attn.q_proj.weight",
+                                                 "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                                 "self_attn.q_norm.weight", "self_attn.k_norm.weight",
+                                                 "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+                                                 "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+                                                 "mlp.down_proj.weight"};
+  std::vector<std::string> keys{prefix + "embed_tokens.weight"};
+  for (int64_t i = 0; i < stop_after_layers; ++i)
+    for (const char* p : kLayerParams) keys.push_back(prefix + layer_name(i, p));
+  return keys;
+}
+
+Expected<TextWeights> load_text_weights(const weights::Checkpoint& ckpt, const TextConfig& c, int64_t stop) {
+  OROCHI_RETURN_IF_ERROR(c.validate());
+  if (stop < 0 || stop > c.num_hidden_layers)
+    return invalid_argument("stop_after_layers " + std::to_string(stop) + " is outside [0, " +
+                            std::to_string(c.num_hidden_layers) + "] (the decoder has " +
+                            std::to_string(c.num_hidden_layers) + " layers)");
+  OROCHI_ASSIGN_OR_RETURN(std::string prefix, detect_prefix(ckpt));
+  OROCHI_RETURN_IF_ERROR(check_keys(ckpt, prefix, c, stop, text_weight_keys(prefix, stop)));
+
+  TextWeights w;
+  w.config = c;
+  w.prefix = prefix;
+  Reader r(ckpt, w.prefix, w.loaded_keys);
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+  w.embed_tokens = r.take("embed_tokens.weight", {c.vocab_size, H});
+  for (int64_t i = 0; i < stop && r.status().is_ok(); ++i) {
+    // Same order as text_weight_keys().
+    TextLayerWeights l;
+    l.input_layernorm = r.take(layer_name(i, "input_layernorm.weight"), {H});
+    l.q_proj = r.take(layer_name(i, "self_attn.q_proj.weight"), {c.q_dim(), H});
+    l.k_proj = r.take(layer_name(i, "self_attn.k_proj.weight"), {c.kv_dim(), H});
+    l.v_proj = r.take(layer_name(i, "self_attn.v_proj.weight"), {c.kv_dim(), H});
+    l.q_norm = r.take(layer_name(i, "self_attn.q_norm.weight"), {D});
+    l.k_norm = r.take(layer_name(i, "self_attn.k_norm.weight"), {D});
+    l.o_proj = r.take(layer_name(i, "self_attn.o_proj.weight"), {H, c.q_dim()});
+    l.post_attention_layernorm = r.take(layer_name(i, "post_attention_layernorm.weight"), {H});
+    l.gate_proj = r.take(layer_name(i, "mlp.gate_proj.weight"), {I, H});
+    l.up_proj = r.take(layer_name(i, "mlp.up_proj.weight"), {I, H});
+    l.down_proj = r.take(layer_name(i, "mlp.down_proj.weight"), {H, I});
+    w.layers.push_back(std::move(l));
+  }
+  if (!r.status().is_ok()) return r.status();
+  return w;
+}
+
+Expected<TextWeights> load_text_weights(const std::string& folder, int64_t stop_after_layers) {
+  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
+  OROCHI_ASSIGN_OR_RETURN(TextConfig config, TextConfig::from_json(model.config));
+  Expected<TextWeights> w = load_text_weights(model.weights, config, stop_after_layers);
+  if (w)
+    log_debug("Qwen3-VL text: ", w->loaded_keys.size(), " tensors of ", model.weights.size(), " read from ",
+              folder, " (prefix '", w->prefix, "', layers 0..", stop_after_layers - 1, ")");
+  return w;
+}
+
+}  // namespace orochi::qwen3vl

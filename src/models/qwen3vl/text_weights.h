@@ -1,0 +1,62 @@
+// The Qwen3-VL text decoder's weights up to the layer a caller reads (MiniMax-H3 reads the residual
+// stream after 50 of 64 layers), under the checkpoint's own names:
+//   <prefix>embed_tokens.weight
+//   <prefix>layers.{i}.input_layernorm.weight, .post_attention_layernorm.weight
+//   <prefix>layers.{i}.self_attn.{q_proj,k_proj,v_proj,o_proj}.weight, .self_attn.{q_norm,k_norm}.weight
+//   <prefix>layers.{i}.mlp.{gate_proj,up_proj,down_proj}.weight
+// with <prefix> "model.language_model." for a Qwen3VLForConditionalGeneration checkpoint (the
+// release), "language_model." for a Qwen3VLModel, "" for a bare Qwen3VLTextModel.
+//
+// Only layers < stop_after_layers are read. Layers past it, the final norm, the LM head and the
+// vision tower are never touched, so a checkpoint pruned to the first layers loads too.
+//
+// Tensors are zero-copy views of the checkpoint in its stored dtype (bf16 in the release): the
+// forward converts one layer at a time to fp32, since 50 layers of the 32B model are ~49 GB in bf16
+// and twice that in fp32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/qwen3vl/text_config.h"
+#include "weights/checkpoint.h"
+
+namespace orochi::qwen3vl {
+
+struct TextLayerWeights {
+  Tensor input_layernorm, post_attention_layernorm;  // [hidden]
+  Tensor q_proj;                                     // [q_heads · head_dim, hidden]
+  Tensor k_proj, v_proj;                             // [kv_heads · head_dim, hidden]
+  Tensor o_proj;                                     // [hidden, q_heads · head_dim]
+  Tensor q_norm, k_norm;                             // [head_dim], shared by every head
+  Tensor gate_proj, up_proj;                         // [intermediate, hidden]
+  Tensor down_proj;                                  // [hidden, intermediate]
+};
+
+struct TextWeights {
+  TextConfig config;
+  Tensor embed_tokens;                   // [vocab, hidden]
+  std::vector<TextLayerWeights> layers;  // layers 0 .. stop_after_layers - 1
+  std::string prefix;                    // key prefix found in the checkpoint
+  std::vector<std::string> loaded_keys;  // every checkpoint key read, in load order
+
+  int64_t stop_after_layers() const { return static_cast<int64_t>(layers.size()); }
+};
+
+// The checkpoint keys the decoder needs for its first `stop_after_layers` layers, in load order.
+std::vector<std::string> text_weight_keys(const std::string& prefix, int64_t stop_after_layers);
+
+// Loads from a text_encoder/ folder (config.json + safetensors, single or sharded).
+// `stop_after_layers` in [0, num_hidden_layers]: the output is transformers' hidden_states[k]
+// (k < num_hidden_layers; hidden_states[num_hidden_layers] alone is the normed output, which this
+// engine never produces). Errors: invalid_argument (k out of range, unknown keys under the language
+// model's prefix in the layers read), not_found (missing keys, named), shape_mismatch (a tensor of
+// the wrong shape or a non-float dtype, named), plus ModelFolder's and TextConfig's errors.
+Expected<TextWeights> load_text_weights(const std::string& folder, int64_t stop_after_layers);
+Expected<TextWeights> load_text_weights(const weights::Checkpoint& checkpoint, const TextConfig& config,
+                                        int64_t stop_after_layers);
+
+}  // namespace orochi::qwen3vl
