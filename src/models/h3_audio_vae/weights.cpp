@@ -1,0 +1,133 @@
+#include "models/h3_audio_vae/weights.h"
+
+#include <cmath>
+#include <map>
+
+#include "core/log.h"
+#include "weights/model_folder.h"
+
+namespace orochi::h3_audio {
+namespace {
+
+// Pulls named tensors out of a source, remembering the first failure.
+class Collector {
+ public:
+  Collector(const TensorSource& source, const AudioVaeConfig& config) : source_(source) {
+    for (TensorSpec& spec : decoder_tensors(config)) specs_.emplace(spec.name, std::move(spec));
+  }
+  Tensor take(const std::string& name) {
+    if (!status_.is_ok()) return {};
+    auto it = specs_.find(name);
+    OROCHI_CHECK(it != specs_.end(), "no audio decoder tensor named ", name);
+    Expected<Tensor> t = source_(it->second);
+    if (!t) {
+      status_ = t.status();
+      return {};
+    }
+    return std::move(t).value();
+  }
+  ConvWeights plain_conv(const std::string& prefix) { return {take(prefix + ".weight"), take(prefix + ".bias")}; }
+  ConvWeights normed_conv(const std::string& prefix, bool bias) {
+    Tensor g = take(prefix + ".weight_g"), v = take(prefix + ".weight_v");
+    ConvWeights c;
+    if (status_.is_ok()) c.weight = fold_weight_norm(g, v);
+    if (bias) c.bias = take(prefix + ".bias");
+    return c;
+  }
+  AliasFreeSnakeWeights activation(const std::string& prefix) {
+    AliasFreeSnakeWeights a;
+    a.log_alpha = take(prefix + ".act.alpha");
+    a.log_beta = take(prefix + ".act.beta");
+    a.up_filter = take(prefix + ".upsample.filter");
+    a.down_filter = take(prefix + ".downsample.lowpass.filter");
+    if (status_.is_ok()) {
+      a.up_filter = a.up_filter.view({kAliasFreeTaps});
+      a.down_filter = a.down_filter.view({kAliasFreeTaps});
+    }
+    return a;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const TensorSource& source_;
+  std::map<std::string, TensorSpec> specs_;
+  Status status_;
+};
+
+}  // namespace
+
+Tensor fold_weight_norm(const Tensor& g, const Tensor& v) {
+  OROCHI_CHECK(g.dtype() == DType::kF32 && v.dtype() == DType::kF32 && g.is_contiguous() && v.is_contiguous() &&
+                   v.ndim() >= 1 && g.numel() == v.dim(0),
+               "fold_weight_norm: g ", g.describe(), " does not match v ", v.describe());
+  const int64_t rows = v.dim(0), width = v.numel() / std::max<int64_t>(rows, 1);
+  Tensor w = Tensor::empty(v.shape(), DType::kF32);
+  const float* pv = v.data<float>();
+  const float* pg = g.data<float>();
+  float* pw = w.data<float>();
+  for (int64_t o = 0; o < rows; ++o) {
+    double sum_sq = 0;
+    for (int64_t i = 0; i < width; ++i) sum_sq += static_cast<double>(pv[o * width + i]) * pv[o * width + i];
+    // As torch: one fp32 factor g / ‖v‖ per row, then v · factor.
+    const float factor = pg[o] / static_cast<float>(std::sqrt(sum_sq));
+    for (int64_t i = 0; i < width; ++i) pw[o * width + i] = pv[o * width + i] * factor;
+  }
+  return w;
+}
+
+Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, const TensorSource& source) {
+  OROCHI_RETURN_IF_ERROR(config.validate());
+  Collector c(source, config);
+  AudioDecoderWeights w;
+  w.config = config;
+  w.dec_in_proj = c.plain_conv("dec_in_proj");
+  w.conv_pre = c.normed_conv("decoder.conv_pre", true);
+  const int64_t num_kernels = static_cast<int64_t>(config.resblock_kernel_sizes.size());
+  for (int64_t i = 0; i < config.num_stages(); ++i) {
+    UpsampleStageWeights stage;
+    stage.rate = config.decoder_rates[i];
+    stage.kernel = config.decoder_kernel_sizes[i];
+    stage.up = c.normed_conv("decoder.ups." + std::to_string(i) + ".0", true);
+    for (int64_t j = 0; j < num_kernels; ++j) {
+      const std::string p = "decoder.resblocks." + std::to_string(i * num_kernels + j);
+      AmpBlockWeights block;
+      block.kernel = config.resblock_kernel_sizes[j];
+      block.dilations = config.resblock_dilation_sizes[j];
+      for (size_t d = 0; d < block.dilations.size(); ++d) {
+        block.convs1.push_back(c.normed_conv(p + ".convs1." + std::to_string(d), true));
+        block.convs2.push_back(c.normed_conv(p + ".convs2." + std::to_string(d), true));
+      }
+      for (size_t a = 0; a < 2 * block.dilations.size(); ++a)
+        block.acts.push_back(c.activation(p + ".activations." + std::to_string(a)));
+      stage.blocks.push_back(std::move(block));
+    }
+    w.stages.push_back(std::move(stage));
+  }
+  w.act_post = c.activation("decoder.activation_post");
+  w.conv_post = c.normed_conv("decoder.conv_post", false);
+  if (!c.status().is_ok()) return c.status();
+  return w;
+}
+
+Expected<AudioDecoderWeights> load_decoder(const std::string& folder) {
+  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
+  OROCHI_ASSIGN_OR_RETURN(AudioVaeConfig config, AudioVaeConfig::from_json(model.config));
+  std::vector<std::string> present, expected;
+  for (const std::string& name : model.weights.names())
+    if (!is_encoder_tensor(name)) present.push_back(name);
+  for (const TensorSpec& spec : decoder_tensors(config)) expected.push_back(spec.name);
+  OROCHI_RETURN_IF_ERROR(weights::check_key_set(present, expected, "audio VAE decoder (" + folder + ")"));
+  log_debug("loading audio VAE decoder from ", folder);
+  return assemble_decoder(config, [&](const TensorSpec& spec) -> Expected<Tensor> {
+    OROCHI_ASSIGN_OR_RETURN(Tensor t, model.weights.get(spec.name));
+    if (t.shape() != spec.shape)
+      return shape_mismatch(spec.name + " is " + shape_to_string(t.shape()) + " in " + folder +
+                            ", but config.json implies " + shape_to_string(spec.shape) +
+                            "; does config.json belong to these weights?");
+    if (!dtype_is_float(t.dtype()))
+      return shape_mismatch(spec.name + " has dtype " + dtype_name(t.dtype()) + "; expected a float tensor");
+    return t.to(DType::kF32);  // the decoder computes in f32 whatever the file stores
+  });
+}
+
+}  // namespace orochi::h3_audio
