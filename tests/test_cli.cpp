@@ -6,6 +6,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "support/paths.h"
+
 namespace {
 
 struct Result {
@@ -14,7 +16,7 @@ struct Result {
 };
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(OROCHI_BINARY_PATH) + " " + args + " 2>&1";
+  const std::string cmd = orochi::testing::orochi_binary() + " " + args + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   Result r{-1, ""};
   if (!pipe) return r;
@@ -26,7 +28,7 @@ Result run(const std::string& args) {
   return r;
 }
 
-const std::string kData = OROCHI_TEST_DATA_DIR;
+const std::string kData = orochi::testing::test_data_dir();
 
 TEST(Cli, ForwardOnTheBuiltInDemoModel) {
   const Result r = run("forward");

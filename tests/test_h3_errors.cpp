@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "models/h3/flops.h"
 #include "models/h3/summary.h"
 #include "models/h3/transformer.h"
 #include "support/golden.h"
@@ -151,6 +152,23 @@ TEST(H3Parameters, ReleasedConfigHas33BParametersOf13BAdaln) {
   EXPECT_NEAR(static_cast<double>(s.groups.at(h3::ParamGroup::kAdaln).params), 13.04e9, 0.01e9);
   // 638 diffusers keys, as the converted release has.
   EXPECT_EQ(h3::h3_parameters(h3::H3Config{}).size(), 638u);
+}
+
+}  // namespace
+}  // namespace orochi
+
+namespace orochi {
+namespace {
+
+TEST(H3Flops, MatchTheSpecAt480pAnd768p) {
+  // MODELS_H3.md §8: 832x480 -> S 15,100 about 582 TF linear + 327 TF attention; 1344x768 ->
+  // S 37,966 about 1,463 + 2,066 TF (L = 256).
+  const h3::ForwardFlops f480 = h3::forward_flops(h3::H3Config{}, 15100, 256);
+  EXPECT_NEAR(f480.linear / 1e12, 582, 3);
+  EXPECT_NEAR(f480.attention / 1e12, 327, 2);
+  const h3::ForwardFlops f768 = h3::forward_flops(h3::H3Config{}, 37966, 256);
+  EXPECT_NEAR(f768.linear / 1e12, 1463, 5);
+  EXPECT_NEAR(f768.attention / 1e12, 2066, 5);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ void print_usage() {
                "commands:\n"
                "  inspect PATH     print a checkpoint's config, parameter groups, dtypes and bytes\n"
                "  forward [PATH]   run one MiniMax-H3 denoiser forward (built-in tiny model without PATH)\n"
+               "  bench dit        time the H3 denoiser on a GPU with random weights of the real shapes\n"
                "  help             this text\n");
 }
 
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "inspect") return orochi::apps::run_inspect(args);
     if (command == "forward") return orochi::apps::run_forward(args);
+    if (command == "bench") return orochi::apps::run_bench(args);
   } catch (const orochi::InternalError& e) {
     std::fprintf(stderr, "orochi: internal error (please report): %s\n", e.what());
     return 70;

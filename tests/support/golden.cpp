@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "support/paths.h"
+
 namespace orochi::testing {
 
-std::string h3_tiny_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_tiny"; }
+std::string h3_tiny_dir() { return test_data_dir() + "/h3_tiny"; }
 
 Tensor golden_tensor(const weights::Checkpoint& golden, const std::string& name) {
   Expected<Tensor> t = golden.get(name);

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the GPU flavour on the dev machine for the H200 (sm_90), without FFmpeg (the device
+# machine has no FFmpeg libraries), and stages what a device run needs into gpu-dist/ (ignored,
+# carried with `carry: ["gpu-dist"]`).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+"$root/scripts/install_deps.sh"
+build="$root/build-gpu"
+cfe_include="$(ls -d "$root"/.deps/cudnn_frontend-*/include | tail -n 1)"
+if [ ! -f "$build/build.ninja" ]; then
+  PATH="$PATH:/usr/local/cuda/bin" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DOROCHI_CUDA=ON -DOROCHI_FFMPEG=OFF -DOROCHI_CUDNN_FRONTEND_INCLUDE="$cfe_include" >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" --target orochi ${OROCHI_GPU_TARGETS:-}
+dist="$root/gpu-dist"
+rm -rf "$dist" && mkdir -p "$dist"
+cp "$build/orochi" "$dist/"
+for t in "$build"/tests/test_cuda_* "$build"/tests/test_h3_gpu; do
+  [ -x "$t" ] && cp "$t" "$dist/"
+done
+strip --strip-debug "$dist"/* 2>/dev/null || true
+du -sh "$dist"

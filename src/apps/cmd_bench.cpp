@@ -1,0 +1,159 @@
+// `orochi bench dit`: the H3 denoiser forward on one GPU with random weights of the real shapes
+// (no checkpoint), over the pipeline's packed t2va layout. Times forwards with CUDA events and
+// reports median, spread, achieved TFLOP/s against the measured H200 ceilings and peak memory.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/args.h"
+#include "apps/commands.h"
+#include "core/random.h"
+#include "models/h3/flops.h"
+#include "pipeline/packed_layout.h"
+#include "pipeline/video_geometry.h"
+
+#ifdef OROCHI_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda_check.h"
+#include "models/h3/cuda/gpu_runner.h"
+#endif
+
+namespace orochi::apps {
+namespace {
+
+// DEVICE.md, measured on the H200 through PyTorch: bf16 GEMM at the H3 shapes (~691-719 TFLOP/s)
+// and cuDNN SDPA (~567-590 TFLOP/s). Used only to express results as a fraction of a ceiling.
+constexpr double kGemmCeilingTflops = 705.0;
+constexpr double kAttentionCeilingTflops = 580.0;
+
+struct Canvas {
+  int64_t width, height;
+};
+Expected<Canvas> canvas_for(const std::string& res) {
+  if (res == "480p") return Canvas{832, 480};
+  if (res == "768p") return Canvas{1344, 768};
+  return invalid_argument("--res must be 480p or 768p, got '" + res + "'");
+}
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& argv) {
+  Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed"},
+                                    {"json"});
+  if (!args) return fail(args.status());
+  if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
+    return fail(invalid_argument("usage: orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
+                                 "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--json]"));
+  Expected<Canvas> canvas = canvas_for(args->get("res", "480p"));
+  if (!canvas) return fail(canvas.status());
+  Expected<int64_t> frames = args->get_int("frames", 124), text_rows = args->get_int("text-rows", 256);
+  Expected<int64_t> layers = args->get_int("layers", 50), warmup = args->get_int("warmup", 2);
+  Expected<int64_t> iters = args->get_int("iters", 5), device = args->get_int("device", 0);
+  Expected<int64_t> seed = args->get_int("seed", 1);
+  for (const Status& s : {frames.status(), text_rows.status(), layers.status(), warmup.status(), iters.status(),
+                          device.status(), seed.status()})
+    if (!s.is_ok()) return fail(s);
+  if (*iters < 1 || *warmup < 0 || *layers < 1 || *text_rows < 1)
+    return fail(invalid_argument("--iters, --layers and --text-rows must be >= 1, --warmup >= 0"));
+  Expected<pipeline::VideoGeometry> geometry = pipeline::video_geometry(canvas->width, canvas->height, *frames);
+  if (!geometry) return fail(geometry.status());
+
+  h3::H3Config config;  // the released shapes
+  config.num_layers = *layers;
+  pipeline::LayoutRequest request{.text_rows = *text_rows, .latent_frames = geometry->latent_frames,
+                                  .latent_height = geometry->latent_height, .latent_width = geometry->latent_width,
+                                  .audio_latents = geometry->audio_latents};
+  Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(request);
+  if (!layout) return fail(layout.status());
+  const h3::ForwardFlops flops = h3::forward_flops(config, layout->rows, *text_rows);
+#ifndef OROCHI_WITH_CUDA
+  (void)flops;
+  return fail(unsupported("`orochi bench dit` needs the CUDA backend: build on a machine with the CUDA toolkit"));
+#else
+  // Random inputs: counter-based, so every run and machine times the same numbers.
+  const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(*layout, 0.3f, 0.4f);
+  h3::H3Inputs in;
+  in.video = normal_tensor({layout->video_indices.numel(), config.video_patch_dim()}, *seed, 1);
+  in.audio = normal_tensor({layout->audio_indices.numel(), config.audio_in_channels}, *seed, 2);
+  in.text = normal_tensor({*text_rows, config.text_dim}, *seed, 3);
+  in.timestep_indices = ts.indices;
+  in.token_tags = layout->token_tags;
+  in.positions = layout->positions;
+  in.video_indices = layout->video_indices;
+  in.audio_indices = layout->audio_indices;
+  in.text_indices = layout->text_indices;
+  const h3::gpu::RequestSize size{layout->rows, *text_rows, in.video.dim(0), in.audio.dim(0), ts.timesteps.numel()};
+
+  size_t free_before = 0, total = 0;
+  cudaSetDevice(static_cast<int>(*device));
+  cudaMemGetInfo(&free_before, &total);
+  std::fprintf(stderr, "[orochi] H3 bench: %lldx%lld, %lld frames, S=%lld rows, %lld layers; generating weights on GPU %lld...\n",
+               static_cast<long long>(canvas->width), static_cast<long long>(canvas->height),
+               static_cast<long long>(*frames), static_cast<long long>(layout->rows), static_cast<long long>(*layers),
+               static_cast<long long>(*device));
+  auto runner = h3::gpu::H3GpuRunner::create(config, static_cast<int>(*device), size);
+  if (!runner) return fail(runner.status());
+  if (Status s = (*runner)->init_random_weights(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);
+  if (Status s = (*runner)->set_request(ts.timesteps, in); !s.is_ok()) return fail(s);
+
+  cudaStream_t stream = (*runner)->stream();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<double> times;
+  for (int64_t i = 0; i < *warmup + *iters; ++i) {
+    cudaEventRecord(start, stream);
+    if (Status s = (*runner)->forward(); !s.is_ok()) return fail(s);
+    cudaEventRecord(stop, stream);
+    if (Status s = cuda::cuda_status(cudaEventSynchronize(stop), "forward"); !s.is_ok()) return fail(s);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (i >= *warmup) times.push_back(ms / 1000.0);
+    std::fprintf(stderr, "[orochi] forward %lld/%lld: %.3f s%s\n", static_cast<long long>(i + 1),
+                 static_cast<long long>(*warmup + *iters), ms / 1000.0, i < *warmup ? " (warm-up)" : "");
+  }
+  size_t free_after = 0;
+  cudaMemGetInfo(&free_after, &total);
+  Expected<h3::H3Outputs> out = (*runner)->outputs();
+  if (!out) return fail(out.status());
+  bool finite = true;
+  for (const Tensor* t : {&out->video, &out->audio})
+    for (int64_t i = 0; i < t->numel(); ++i) finite &= std::isfinite(t->data<float>()[i]);
+
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2], lo = sorted.front(), hi = sorted.back();
+  const double floor_s = flops.linear / (kGemmCeilingTflops * 1e12) + flops.attention / (kAttentionCeilingTflops * 1e12);
+  const double used_gib = static_cast<double>(free_before - free_after) / (1 << 30);
+  nlohmann::json j{{"engine", "orochi"}, {"model", "minimax-h3"}, {"layers", *layers}, {"res", args->get("res", "480p")},
+                   {"width", canvas->width}, {"height", canvas->height}, {"frames", *frames}, {"seq", layout->rows},
+                   {"text_rows", *text_rows}, {"video_rows", in.video.dim(0)}, {"audio_rows", in.audio.dim(0)},
+                   {"forward_s_median", median}, {"forward_s_min", lo}, {"forward_s_max", hi}, {"forward_s_all", times},
+                   {"tflops", flops.total() / median / 1e12}, {"linear_pflop", flops.linear / 1e15},
+                   {"attention_pflop", flops.attention / 1e15}, {"ceiling_floor_s", floor_s},
+                   {"fraction_of_ceiling", floor_s / median}, {"weights_gib", (*runner)->weight_bytes() / double(1 << 30)},
+                   {"request_gib", (*runner)->request_bytes_peak() / double(1 << 30)}, {"gpu_used_gib", used_gib},
+                   {"out_finite", finite}};
+  if (args->has("json")) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("H3 denoiser forward, %lldx%lld x %lld frames, S=%lld (%lld text, %lld audio, %lld video rows), %lld layers, bf16\n",
+                static_cast<long long>(canvas->width), static_cast<long long>(canvas->height),
+                static_cast<long long>(*frames), static_cast<long long>(layout->rows), static_cast<long long>(*text_rows),
+                static_cast<long long>(in.audio.dim(0)), static_cast<long long>(in.video.dim(0)),
+                static_cast<long long>(*layers));
+    std::printf("  median %.3f s (min %.3f, max %.3f over %zu), %.0f TFLOP/s, %.0f%% of the GEMM/attention ceilings (floor %.3f s)\n",
+                median, lo, hi, times.size(), flops.total() / median / 1e12, 100.0 * floor_s / median, floor_s);
+    std::printf("  memory: weights %.2f GiB, request arena peak %.2f GiB, GPU in use by the run %.2f GiB; outputs %s\n",
+                (*runner)->weight_bytes() / double(1 << 30), (*runner)->request_bytes_peak() / double(1 << 30), used_gib,
+                finite ? "finite" : "NOT FINITE");
+  }
+  return finite ? 0 : 1;
+#endif
+}
+
+}  // namespace orochi::apps

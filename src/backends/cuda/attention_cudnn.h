@@ -1,0 +1,90 @@
+// Full (non-causal, unmasked) softmax attention on the GPU through cuDNN's fused flash SDPA,
+// driven by the header-only cudnn-frontend graph API.
+//
+// Layout: q [S_q, heads, D], k and v [S_kv, heads, D], o [S_q, heads, D], bf16, row-major and
+// contiguous (one packed sequence, batch 1). Scale 1/sqrt(D), fp32 softmax, bf16 output.
+//
+// Building a cuDNN graph costs milliseconds to seconds (heuristics, sometimes runtime kernel
+// compilation), so each shape is built once and cached. run() for a cached shape only launches, so
+// it can be captured into a CUDA graph; the first call for a shape (or prepare()) must happen
+// outside capture.
+//
+// Workspace: one device buffer, shared by every cached shape, sized to the largest need seen. It
+// grows only when a new shape needs more; the smaller buffer it replaces is kept until destruction
+// so that CUDA graphs captured earlier never point at freed memory. The planner can ask
+// workspace_bytes() ahead of time and hand over its own buffer with set_external_workspace().
+//
+// Not thread-safe: one instance per worker thread (and GPU). A CUDA graph that captured run() must
+// not outlive the instance.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace orochi::cuda {
+
+struct AttentionShape {
+  int64_t s_q = 0;       // query (and output) rows
+  int64_t s_kv = 0;      // key/value rows
+  int64_t heads = 0;
+  int64_t head_dim = 0;  // D, the same for q, k and v
+  bool operator==(const AttentionShape&) const = default;
+  std::string to_string() const;  // "S_q=.. S_kv=.. heads=.. D=.."
+};
+
+// Which cudnn-frontend lowering to use. kAuto tries the unified SDPA operation first (one backend
+// op, cuDNN >= 9.13.1) and falls back to the composite graph (matmul-softmax-matmul fused by cuDNN).
+enum class AttentionImplementation { kAuto, kUnified, kComposite };
+const char* attention_implementation_name(AttentionImplementation impl);
+
+class CudnnAttention {
+ public:
+  // The cuDNN handle is created on first use, on the device current at that time, and bound to
+  // `stream` (run() rebinds it when given another stream).
+  explicit CudnnAttention(cudaStream_t stream = nullptr,
+                          AttentionImplementation impl = AttentionImplementation::kAuto);
+  ~CudnnAttention();
+  CudnnAttention(const CudnnAttention&) = delete;
+  CudnnAttention& operator=(const CudnnAttention&) = delete;
+
+  // False when Orochi was built without the cudnn-frontend headers: every call then returns
+  // kUnsupported with advice.
+  static bool compiled_with_frontend();
+
+  // Builds and caches the graph for `shape`, grows the workspace if needed and loads its kernels,
+  // so that a later run() can be captured in a CUDA graph.
+  Status prepare(const AttentionShape& shape);
+
+  // Device workspace bytes run() needs for this shape (builds and caches its graph).
+  Expected<size_t> workspace_bytes(int64_t S, int64_t heads, int64_t D);
+  Expected<size_t> workspace_bytes(const AttentionShape& shape);
+
+  // Uses caller-owned device memory as the workspace from now on (nullptr, 0 returns to the
+  // internal buffer). A shape that needs more than `bytes` then fails with the size it needs.
+  Status set_external_workspace(void* device_ptr, size_t bytes);
+
+  // Self-attention over one sequence: q, k, v, o are [S, heads, D] bf16 device pointers
+  // (16-byte aligned). Enqueued on `stream`; returns before the GPU finishes.
+  Status run(const void* q, const void* k, const void* v, void* o, int64_t S, int64_t heads,
+             int64_t D, cudaStream_t stream);
+  // Same with distinct query and key/value lengths (cross-attention).
+  Status run(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
+             cudaStream_t stream);
+
+  // For logs and benchmarks: the implementation and cuDNN engine chosen for a cached shape, or
+  // "not built".
+  std::string describe(const AttentionShape& shape) const;
+  size_t cached_graph_count() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orochi::cuda

@@ -1,0 +1,194 @@
+#include "backends/cuda/attention_cudnn_graph.h"
+
+#if OROCHI_WITH_CUDNN_FRONTEND
+
+// Third-party headers: their unused static helpers must not turn into warnings of ours.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <cudnn_frontend.h>
+#pragma GCC diagnostic pop
+
+#include <cmath>
+#include <exception>
+#include <unordered_map>
+#include <vector>
+
+namespace orochi::cuda::attention_detail {
+
+namespace fe = cudnn_frontend;
+
+// Tensor uids of the variant pack.
+constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidO = 4;
+
+struct SdpaPlan {
+  std::shared_ptr<fe::graph::Graph> graph;
+  AttentionImplementation implementation = AttentionImplementation::kAuto;  // the one that built
+  int64_t workspace_bytes = 0;
+  std::string engine;  // cuDNN's name for the chosen execution plan
+  mutable bool kernels_loaded = false;  // by a warm-up or an eager execute
+};
+
+void SdpaPlanDeleter::operator()(SdpaPlan* plan) const { delete plan; }
+
+namespace {
+
+const char* frontend_code_name(fe::error_code_t code) {
+  switch (code) {
+    case fe::error_code_t::OK: return "OK";
+    case fe::error_code_t::ATTRIBUTE_NOT_SET: return "ATTRIBUTE_NOT_SET";
+    case fe::error_code_t::SHAPE_DEDUCTION_FAILED: return "SHAPE_DEDUCTION_FAILED";
+    case fe::error_code_t::INVALID_TENSOR_NAME: return "INVALID_TENSOR_NAME";
+    case fe::error_code_t::INVALID_VARIANT_PACK: return "INVALID_VARIANT_PACK";
+    case fe::error_code_t::GRAPH_NOT_SUPPORTED: return "GRAPH_NOT_SUPPORTED";
+    case fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED: return "GRAPH_EXECUTION_PLAN_CREATION_FAILED";
+    case fe::error_code_t::GRAPH_EXECUTION_FAILED: return "GRAPH_EXECUTION_FAILED";
+    case fe::error_code_t::HEURISTIC_QUERY_FAILED: return "HEURISTIC_QUERY_FAILED";
+    case fe::error_code_t::UNSUPPORTED_GRAPH_FORMAT: return "UNSUPPORTED_GRAPH_FORMAT";
+    case fe::error_code_t::CUDA_API_FAILED: return "CUDA_API_FAILED";
+    case fe::error_code_t::CUDNN_BACKEND_API_FAILED: return "CUDNN_BACKEND_API_FAILED";
+    case fe::error_code_t::INVALID_CUDA_DEVICE: return "INVALID_CUDA_DEVICE";
+    case fe::error_code_t::HANDLE_ERROR: return "HANDLE_ERROR";
+    case fe::error_code_t::INVALID_VALUE: return "INVALID_VALUE";
+    case fe::error_code_t::NVRTC_COMPILATION_FAILED: return "NVRTC_COMPILATION_FAILED";
+  }
+  return "UNKNOWN";
+}
+
+std::string version_string(size_t v) {  // cuDNN 9 encodes major*10000 + minor*100 + patch
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+fe::AttentionImplementation_t to_frontend(AttentionImplementation impl) {
+  return impl == AttentionImplementation::kUnified ? fe::AttentionImplementation_t::UNIFIED
+                                                   : fe::AttentionImplementation_t::COMPOSITE;
+}
+
+Status frontend_status(fe::error_t err, const std::string& what) {
+  if (err.is_good()) return Status::ok();
+  const fe::error_code_t code = err.get_code();
+  const bool unsupported = code == fe::error_code_t::GRAPH_NOT_SUPPORTED ||
+                           code == fe::error_code_t::HEURISTIC_QUERY_FAILED ||
+                           code == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED ||
+                           code == fe::error_code_t::UNSUPPORTED_GRAPH_FORMAT;
+  return Status(unsupported ? ErrorCode::kUnsupported : ErrorCode::kIo,
+                what + ": " + frontend_code_name(code) + ": " + err.get_message());
+}
+
+// One lowering, no fallback. `impl` is kUnified or kComposite.
+Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  graph->set_io_data_type(fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+
+  const int64_t H = s.heads, D = s.head_dim;
+  // Row-major [rows, H, D] seen as cuDNN's (B=1, H, rows, D): a head is D apart, a row H*D apart.
+  auto strides = [&](int64_t rows) { return std::vector<int64_t>{rows * H * D, D, H * D, 1}; };
+  auto input = [&](const char* name, int64_t uid, int64_t rows) {
+    return graph->tensor(fe::graph::Tensor_attributes()
+                             .set_name(name)
+                             .set_uid(uid)
+                             .set_data_type(fe::DataType_t::BFLOAT16)
+                             .set_dim({1, H, rows, D})
+                             .set_stride(strides(rows)));
+  };
+  auto q = input("Q", kUidQ, s.s_q);  // [1, H, S_q, D]
+  auto k = input("K", kUidK, s.s_kv);  // [1, H, S_kv, D]
+  auto v = input("V", kUidV, s.s_kv);  // [1, H, S_kv, D]
+
+  // Inference: no softmax statistics, no mask, no dropout; the scale is a pass-by-value scalar.
+  auto attributes = fe::graph::SDPA_attributes()
+                        .set_name("sdpa")
+                        .set_generate_stats(false)
+                        .set_attn_scale(1.0f / std::sqrt(static_cast<float>(D)))
+                        .set_implementation(to_frontend(impl));
+  auto outputs = graph->sdpa(q, k, v, std::move(attributes));
+  outputs[0]  // O: [1, H, S_q, D] in the same row-major layout as q
+      ->set_output(true)
+      .set_uid(kUidO)
+      .set_data_type(fe::DataType_t::BFLOAT16)
+      .set_dim({1, H, s.s_q, D})
+      .set_stride(strides(s.s_q));
+
+  OROCHI_RETURN_IF_ERROR(
+      frontend_status(graph->build(handle, {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "building the graph"));
+
+  SdpaPlanPtr built(new SdpaPlan);
+  built->implementation = impl;
+  OROCHI_RETURN_IF_ERROR(frontend_status(graph->get_workspace_size(built->workspace_bytes), "workspace size"));
+  if (!graph->get_plan_name(built->engine).is_good()) built->engine = "unknown engine";
+  built->graph = std::move(graph);
+  return built;
+}
+
+Expected<SdpaPlanPtr> build_guarded(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl) {
+  // The frontend throws for a few conditions (no implementation fits, a missing symbol); nothing
+  // may leave the backend as an exception.
+  try {
+    return build_with(handle, s, impl);
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kUnsupported, std::string("cudnn-frontend threw: ") + e.what());
+  }
+}
+
+}  // namespace
+
+std::string library_versions() {
+  return "cuDNN runtime " + version_string(cudnnGetVersion()) + " (headers " + version_string(CUDNN_VERSION) +
+         "), cudnn-frontend " + std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." +
+         std::to_string(CUDNN_FRONTEND_MINOR_VERSION) + "." + std::to_string(CUDNN_FRONTEND_PATCH_VERSION);
+}
+
+Expected<SdpaPlanPtr> build_sdpa_plan(cudnnHandle_t handle, const AttentionShape& shape,
+                                      AttentionImplementation impl) {
+  if (impl != AttentionImplementation::kAuto) {
+    Expected<SdpaPlanPtr> built = build_guarded(handle, shape, impl);
+    if (!built) return built.status().with_context(std::string(attention_implementation_name(impl)) + " SDPA");
+    return built;
+  }
+  // The unified operation is one backend op with the newest kernels; older cuDNN (< 9.13.1) or an
+  // architecture without unified engines leaves the composite graph, which cuDNN 9 always fuses.
+  Expected<SdpaPlanPtr> unified = build_guarded(handle, shape, AttentionImplementation::kUnified);
+  if (unified) return unified;
+  Expected<SdpaPlanPtr> composite = build_guarded(handle, shape, AttentionImplementation::kComposite);
+  if (composite) return composite;
+  return Status(composite.status().code(), "unified SDPA: " + unified.status().message() +
+                                               "; composite SDPA: " + composite.status().message());
+}
+
+size_t sdpa_plan_workspace_bytes(const SdpaPlan& plan) { return static_cast<size_t>(plan.workspace_bytes); }
+
+std::string sdpa_plan_description(const SdpaPlan& plan) {
+  return std::string(attention_implementation_name(plan.implementation)) + " SDPA, engine " + plan.engine +
+         ", workspace " + std::to_string(plan.workspace_bytes) + " B";
+}
+
+Status execute_sdpa_plan(const SdpaPlan& plan, cudnnHandle_t handle, const void* q, const void* k, const void* v,
+                         void* o, void* workspace) {
+  std::unordered_map<int64_t, void*> pack = {{kUidQ, const_cast<void*>(q)},
+                                             {kUidK, const_cast<void*>(k)},
+                                             {kUidV, const_cast<void*>(v)},
+                                             {kUidO, o}};
+  try {
+    Status status = frontend_status(plan.graph->execute(handle, pack, workspace), "executing");
+    if (status.is_ok()) plan.kernels_loaded = true;
+    return status;
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kIo, std::string("cudnn-frontend threw while executing: ") + e.what());
+  }
+}
+
+Status warm_up_sdpa_plan(SdpaPlan& plan, cudnnHandle_t handle) {
+  if (plan.kernels_loaded) return Status::ok();
+  try {
+    Status status = frontend_status(plan.graph->warmup(handle), "warm-up");
+    if (status.is_ok()) plan.kernels_loaded = true;
+    return status;
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kIo, std::string("cudnn-frontend threw during warm-up: ") + e.what());
+  }
+}
+
+}  // namespace orochi::cuda::attention_detail
+
+#endif  // OROCHI_WITH_CUDNN_FRONTEND

@@ -1,0 +1,184 @@
+#include "backends/cuda/gemm.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/op_checks.h"
+
+namespace orochi::cuda {
+namespace {
+
+Status cublas_status(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  return Status(ErrorCode::kIo, std::string(what) + " failed: " + cublasLtGetStatusName(s) + " (" +
+                                    cublasLtGetStatusString(s) + ")");
+}
+
+#define OROCHI_CUBLAS_RETURN_IF_ERROR(call) OROCHI_RETURN_IF_ERROR(cublas_status((call), #call))
+
+uint32_t alignment_of(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  if (address == 0) return 256;
+  return static_cast<uint32_t>(std::min<uintptr_t>(uintptr_t{1} << std::countr_zero(address), 256));
+}
+
+template <typename T>
+cublasStatus_t set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value);
+}
+template <typename T>
+cublasStatus_t set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
+  return cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value);
+}
+
+}  // namespace
+
+// cuBLAS is column-major, and a row-major [R, C] buffer is the column-major matrix [C, R]. So we ask
+// for y^T = w · x^T: A = w's buffer (column-major [K, N], ld K) with op(A) = A^T = w [N, K];
+// B = x's buffer (column-major [K, M], ld K) with op(B) = B = x^T; D = op(A)·op(B) is column-major
+// [N, M] with ld N, which is row-major y [M, N]. The bias epilogue adds bias[N] to each of D's
+// columns, i.e. to every row of y.
+struct GemmRunner::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  ~Plan() {
+    if (d) cublasLtMatrixLayoutDestroy(d);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+Expected<std::unique_ptr<GemmRunner>> GemmRunner::create(int device_index, size_t workspace_bytes) {
+  std::unique_ptr<GemmRunner> runner(new GemmRunner());
+  runner->device_index_ = device_index;
+  int previous = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
+  const cudaError_t malloc_err = workspace_bytes ? cudaMalloc(&runner->workspace_, workspace_bytes) : cudaSuccess;
+  const cublasStatus_t create_status = cublasLtCreate(&runner->handle_);
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(previous));
+  if (malloc_err != cudaSuccess) {
+    cudaGetLastError();
+    return io_error("GEMM workspace: cudaMalloc of " + std::to_string(workspace_bytes) + " bytes on cuda:" +
+                    std::to_string(device_index) + " failed (" + cudaGetErrorName(malloc_err) +
+                    "): free GPU memory or plan a smaller workspace");
+  }
+  runner->workspace_bytes_ = workspace_bytes;
+  OROCHI_RETURN_IF_ERROR(cublas_status(create_status, "cublasLtCreate"));
+  return runner;
+}
+
+GemmRunner::~GemmRunner() {
+  plans_.clear();
+  if (handle_) cublasLtDestroy(handle_);
+  if (workspace_) {
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess) return;
+    cudaSetDevice(device_index_);
+    cudaFree(workspace_);
+    cudaSetDevice(previous);
+  }
+}
+
+Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bias) {
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
+  auto plan = std::make_unique<Plan>();
+  const cudaDataType_t type = key.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T));
+  OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N));
+  if (key.bias) {
+    OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS));
+    OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                           static_cast<int32_t>(type)));
+    // The heuristic reads the bias pointer's alignment from here.
+    OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias));
+  }
+  const auto M = static_cast<uint64_t>(key.M), N = static_cast<uint64_t>(key.N), K = static_cast<uint64_t>(key.K);
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, type, K, N, key.K));  // w
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, type, K, M, key.K));  // x
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->d, type, N, M, key.N));  // y
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t s = set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes_));
+  if (s == CUBLAS_STATUS_SUCCESS) s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_w);
+  if (s == CUBLAS_STATUS_SUCCESS) s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_x);
+  if (s == CUBLAS_STATUS_SUCCESS) s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_y);
+  if (s == CUBLAS_STATUS_SUCCESS) s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_y);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->d, plan->d, pref, 1, &result,
+                                       &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  const std::string shape = "[" + std::to_string(key.M) + ", " + std::to_string(key.K) + "] x [" +
+                            std::to_string(key.N) + ", " + std::to_string(key.K) + "]^T " + dtype_name(key.dtype) +
+                            (key.bias ? " + bias" : "");
+  if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED)
+    return cublas_status(s, ("cuBLASLt heuristic for " + shape).c_str());
+  if (found == 0 || s == CUBLAS_STATUS_NOT_SUPPORTED)
+    return unsupported("cuBLASLt has no algorithm for the GEMM " + shape + " (pointer alignments x " +
+                       std::to_string(key.align_x) + ", w " + std::to_string(key.align_w) + ", y " +
+                       std::to_string(key.align_y) + " bytes)");
+  plan->algo = result.algo;
+  plan->workspace = result.workspaceSize;
+  Plan* raw = plan.get();
+  plans_.emplace(key, std::move(plan));
+  return raw;
+}
+
+Status GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                          cudaStream_t stream) {
+  const DType dt = x.dtype();
+  OROCHI_CHECK(dt == DType::kBF16 || dt == DType::kF32, "linear: only bf16 or f32, got ", x.describe());
+  detail::require_cuda(x, dt, "linear input");
+  detail::require_cuda(w, dt, "linear weight");
+  detail::require_cuda(y, dt, "linear output");
+  OROCHI_CHECK(w.ndim() == 2 && x.dim(-1) == w.dim(1) && w.dim(1) > 0, "linear: input ", x.describe(),
+               " does not match weight ", w.describe());
+  const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
+  Shape expected = x.shape();
+  expected.back() = N;
+  OROCHI_CHECK(y.shape() == expected, "linear: output ", y.describe(), ", expected ", shape_to_string(expected));
+  if (bias) {
+    detail::require_cuda(*bias, dt, "linear bias");
+    OROCHI_CHECK(bias->numel() == N, "linear bias ", bias->describe(), " for ", N, " outputs");
+  }
+  detail::require_same_device(x, w, "linear");
+  detail::require_same_device(x, y, "linear");
+  OROCHI_CHECK(x.device().index == device_index_, "linear: tensors on ", device_name(x.device()),
+               ", runner on cuda:", device_index_);
+  if (M == 0 || N == 0) return Status::ok();
+
+  const void* bias_ptr = bias ? bias->raw_data() : nullptr;
+  Key key{M, N, K, dt, bias != nullptr, alignment_of(x.raw_data()), alignment_of(w.raw_data()),
+          alignment_of(y.raw_data()), bias ? alignment_of(bias_ptr) : 0};
+  OROCHI_ASSIGN_OR_RETURN(Plan * plan, plan_for(key, bias_ptr));
+  if (bias) OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr));
+  const float alpha = 1.0f, beta = 0.0f;
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan->desc, &alpha, w.raw_data(), plan->a, x.raw_data(),
+                                               plan->b, &beta, y.raw_data(), plan->d, y.raw_data(), plan->d,
+                                               &plan->algo, workspace_, plan->workspace, stream));
+  return Status::ok();
+}
+
+Expected<Tensor> GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, DeviceArena& arena,
+                                    cudaStream_t stream) {
+  OROCHI_CHECK(w.defined() && w.ndim() == 2 && x.defined() && x.ndim() >= 1, "linear: input ",
+               detail::describe_on_device(x), ", weight ", detail::describe_on_device(w));
+  Shape shape = x.shape();
+  shape.back() = w.dim(0);
+  OROCHI_ASSIGN_OR_RETURN(Tensor y, arena.tensor(shape, x.dtype()));
+  OROCHI_RETURN_IF_ERROR(linear(x, w, bias, y, stream));
+  return y;
+}
+
+}  // namespace orochi::cuda

@@ -1,0 +1,74 @@
+// Linear layers through cuBLASLt: y[M, N] = x[M, K] · w[N, K]^T (+ bias[N]), row-major, as
+// torch.nn.functional.linear. Two flavours, chosen by the tensors' dtype:
+//  - bf16: x, w, bias, y bf16; fp32 accumulation (CUBLAS_COMPUTE_32F); the bias is added in fp32 by
+//    the epilogue and the result rounded once to bf16.
+//  - f32: x, w, bias, y f32; CUBLAS_COMPUTE_32F without TF32 (H3's fp32 proj_in and heads).
+// A GemmRunner owns the cuBLASLt handle, one workspace allocated at creation, and a cache of plans
+// (descriptors + the heuristic's algorithm) keyed by shape, dtype, bias and pointer alignment: the
+// first call of a shape queries the heuristic, later calls only enqueue the matmul, so they can be
+// captured in a CUDA graph (warm every shape up before capturing).
+// One runner per GPU and stream: calls share the workspace, so two streams must not use one
+// runner concurrently; the plan cache is not thread-safe.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "backends/cuda/device_memory.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+struct cublasLtContext;  // cuBLASLt's handle type, declared here so this header needs no cuBLAS include
+
+namespace orochi::cuda {
+
+class GemmRunner {
+ public:
+  static constexpr size_t kDefaultWorkspaceBytes = size_t{32} << 20;
+
+  // The handle and one cudaMalloc of `workspace_bytes` on GPU `device_index`.
+  static Expected<std::unique_ptr<GemmRunner>> create(int device_index,
+                                                      size_t workspace_bytes = kDefaultWorkspaceBytes);
+  ~GemmRunner();
+  GemmRunner(const GemmRunner&) = delete;
+  GemmRunner& operator=(const GemmRunner&) = delete;
+
+  // y = x · w^T (+ bias). x [..., K] (leading dims flattened to M), w [N, K], bias [N] or null,
+  // y [..., N] with x's leading dims; all contiguous CUDA tensors of one dtype (bf16 or f32).
+  // Shape/dtype mistakes are caller bugs (OROCHI_CHECK); cuBLASLt failures, or no algorithm for
+  // the shape, come back as a Status.
+  Status linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream);
+  // Same, with y allocated from `arena`.
+  Expected<Tensor> linear(const Tensor& x, const Tensor& w, const Tensor* bias, DeviceArena& arena,
+                          cudaStream_t stream);
+
+  size_t cached_plans() const { return plans_.size(); }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  int device_index() const { return device_index_; }
+
+ private:
+  struct Key {
+    int64_t M = 0, N = 0, K = 0;
+    DType dtype = DType::kBF16;
+    bool bias = false;
+    // Pointer alignment (bytes, capped at 256) of x, w, y and bias: cuBLASLt picks kernels by it.
+    uint32_t align_x = 0, align_w = 0, align_y = 0, align_bias = 0;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Plan;
+
+  GemmRunner() = default;
+  Expected<Plan*> plan_for(const Key& key, const void* bias);
+
+  cublasLtContext* handle_ = nullptr;  // = cublasLtHandle_t
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  int device_index_ = 0;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace orochi::cuda

@@ -1,0 +1,120 @@
+// Per-head RMSNorm of q or k fused with rotate-half RoPE, in place. One warp per (row, head).
+// The general kernel walks the head element by element; H3's head_dim 128 gets a kernel where
+// each lane owns 4 adjacent channels (one 8-byte access) and fetches its rotation partner's
+// channels from the lane half/4 away with a shuffle.
+#include "backends/cuda/kernels/device_helpers.cuh"
+#include "backends/cuda/kernels/kernels.h"
+
+namespace orochi::cuda::kernels {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+__device__ __forceinline__ float rotate_first(float a, float b, float cos_i, float sin_i) {
+  return round_bf16(a * cos_i) - round_bf16(b * sin_i);  // bf16(a·cos) + bf16(−b·sin); rounded by the store
+}
+__device__ __forceinline__ float rotate_second(float b, float a, float cos_i, float sin_i) {
+  return round_bf16(b * cos_i) + round_bf16(a * sin_i);
+}
+
+__global__ void qk_norm_rope_any(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
+                                 int D, float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin,
+                                 int R) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;  // whole warps leave together, so the shuffles below stay full-warp
+  bf16* xr = x + row * D;
+  const int64_t s = row / heads;
+
+  float sum = 0.0f;
+  for (int c = lane; c < D; c += 32) {
+    const float v = __bfloat162float(xr[c]);
+    sum += v * v;
+  }
+  // The shuffles also order every lane's reads above before any lane's writes below.
+  const float inv = rsqrtf(warp_sum(sum) / static_cast<float>(D) + eps);
+  auto normed = [&](int c) { return round_bf16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c])); };
+
+  // Each lane owns the pairs (p, p + R/2) it writes, so reads and writes of one pair stay in one thread.
+  const int half = R / 2;
+  for (int p = lane; p < half; p += 32) {
+    const float a = normed(p), b = normed(p + half);
+    const bf16* cr = cos + s * R;
+    const bf16* sr = sin + s * R;
+    xr[p] = __float2bfloat16_rn(rotate_first(a, b, __bfloat162float(cr[p]), __bfloat162float(sr[p])));
+    xr[p + half] = __float2bfloat16_rn(
+        rotate_second(b, a, __bfloat162float(cr[p + half]), __bfloat162float(sr[p + half])));
+  }
+  for (int c = R + lane; c < D; c += 32) xr[c] = __float2bfloat16_rn(normed(c));
+}
+
+__device__ __forceinline__ void load4(const bf16* p, float (&v)[4]) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const __nv_bfloat162* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  const float2 lo = __bfloat1622float2(pairs[0]), hi = __bfloat1622float2(pairs[1]);
+  v[0] = lo.x, v[1] = lo.y, v[2] = hi.x, v[3] = hi.y;
+}
+
+// D == 128, R % 8 == 0: lane l holds channels 4l..4l+3; channel i < R/2 pairs with i + R/2, which
+// lives in lane l + R/8 at the same position.
+__global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
+                                 float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R) {
+  constexpr int D = 128;
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  bf16* xr = x + row * D + 4 * lane;
+  const int64_t s = row / heads;
+
+  float v[4], wv[4];
+  load4(xr, v);
+  load4(w + 4 * lane, wv);
+  const float inv = rsqrtf(warp_sum(v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) / D + eps);
+  float n[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) n[i] = round_bf16(v[i] * inv * wv[i]);
+
+  const int c0 = 4 * lane, half = R / 2, lane_offset = half / 4;
+  const bool first = c0 < half, second = !first && c0 < R;
+  const int partner = first ? lane + lane_offset : (second ? lane - lane_offset : lane);
+  float other[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) other[i] = __shfl_sync(0xffffffffu, n[i], partner);
+
+  float out[4] = {n[0], n[1], n[2], n[3]};
+  if (first || second) {
+    float cv[4], sv[4];
+    load4(cos + s * R + c0, cv);
+    load4(sin + s * R + c0, sv);
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      out[i] = first ? rotate_first(n[i], other[i], cv[i], sv[i]) : rotate_second(n[i], other[i], cv[i], sv[i]);
+  }
+  uint2 raw;
+  __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(&raw);
+  pairs[0] = __floats2bfloat162_rn(out[0], out[1]);
+  pairs[1] = __floats2bfloat162_rn(out[2], out[3]);
+  *reinterpret_cast<uint2*>(xr) = raw;
+}
+
+bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
+
+}  // namespace
+
+cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads, int64_t D, float eps,
+                                const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream) {
+  const int64_t rows = S * heads;
+  if (rows == 0 || D == 0) return cudaSuccess;
+  if ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock > kMaxGridX) return cudaErrorInvalidConfiguration;
+  const unsigned blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
+  if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned)
+    qk_norm_rope_128<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, eps, cos, sin,
+                                                                  static_cast<int>(R));
+  else
+    qk_norm_rope_any<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, static_cast<int>(D), eps, cos,
+                                                                  sin, static_cast<int>(R));
+  return cudaGetLastError();
+}
+
+}  // namespace orochi::cuda::kernels

@@ -1,0 +1,72 @@
+// Norm ops on Tensors: shape/dtype/device checks, then the kernels in kernels/rms_norm.cu and
+// kernels/qk_norm_rope.cu.
+#include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/op_checks.h"
+#include "backends/cuda/ops.h"
+
+namespace orochi::cuda {
+
+using detail::bf16_data;
+
+Status rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out, cudaStream_t stream) {
+  detail::require_cuda(x, DType::kBF16, "rms_norm input");
+  detail::require_cuda(weight, DType::kBF16, "rms_norm weight");
+  detail::require_cuda(out, DType::kBF16, "rms_norm output");
+  const int64_t C = x.dim(-1), rows = C ? x.numel() / C : 0;
+  OROCHI_CHECK(weight.numel() == C && out.shape() == x.shape(), "rms_norm: input ", x.describe(), ", weight ",
+               weight.describe(), ", output ", out.describe());
+  detail::require_same_device(x, out, "rms_norm");
+  return detail::launch_status(
+      kernels::launch_rms_norm(bf16_data(x), bf16_data(weight), bf16_data(out), rows, C, eps, nullptr, stream),
+      "rms_norm kernel");
+}
+
+Status rms_norm_modulate(const Tensor& x, const Tensor& weight, float eps, const Tensor& shift, const Tensor& scale,
+                         const Tensor& idx, const Tensor& out, cudaStream_t stream) {
+  detail::require_cuda(x, DType::kBF16, "rms_norm_modulate input");
+  OROCHI_CHECK(x.ndim() == 2, "rms_norm_modulate input must be [S, C], got ", x.describe());
+  const int64_t S = x.dim(0), C = x.dim(1);
+  detail::require_cuda(weight, DType::kBF16, "rms_norm_modulate weight");
+  detail::require_cuda(out, DType::kBF16, "rms_norm_modulate output");
+  OROCHI_CHECK(weight.numel() == C && out.shape() == x.shape(), "rms_norm_modulate: input ", x.describe(),
+               ", weight ", weight.describe(), ", output ", out.describe());
+  detail::require_row_strided(shift, C, DType::kBF16, "rms_norm_modulate shift");
+  detail::require_row_strided(scale, C, DType::kBF16, "rms_norm_modulate scale");
+  OROCHI_CHECK(shift.dim(0) == scale.dim(0), "rms_norm_modulate: shift ", shift.describe(), " and scale ",
+               scale.describe(), " differ in rows");
+  kernels::ModulationRows mod;
+  mod.idx = detail::require_indices(idx, S, "rms_norm_modulate index");
+  mod.shift = bf16_data(shift);
+  mod.shift_stride = shift.strides()[0];
+  mod.scale = bf16_data(scale);
+  mod.scale_stride = scale.strides()[0];
+  detail::require_same_device(x, out, "rms_norm_modulate");
+  return detail::launch_status(
+      kernels::launch_rms_norm(bf16_data(x), bf16_data(weight), bf16_data(out), S, C, eps, &mod, stream),
+      "rms_norm_modulate kernel");
+}
+
+Status qk_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& cos, const Tensor& sin,
+                    cudaStream_t stream) {
+  detail::require_cuda(x, DType::kBF16, "qk_norm_rope input");
+  OROCHI_CHECK(x.ndim() == 3, "qk_norm_rope input must be [S, heads, D], got ", x.describe());
+  const int64_t S = x.dim(0), heads = x.dim(1), D = x.dim(2);
+  detail::require_cuda(weight, DType::kBF16, "qk_norm_rope weight");
+  OROCHI_CHECK(weight.numel() == D, "qk_norm_rope weight ", weight.describe(), " for head_dim ", D);
+  OROCHI_CHECK(cos.defined() == sin.defined(), "qk_norm_rope: give both cos and sin, or neither");
+  int64_t R = 0;
+  if (cos.defined()) {
+    detail::require_cuda(cos, DType::kBF16, "qk_norm_rope cos");
+    detail::require_cuda(sin, DType::kBF16, "qk_norm_rope sin");
+    R = cos.dim(-1);
+    OROCHI_CHECK(cos.ndim() == 2 && cos.dim(0) == S && sin.shape() == cos.shape() && R % 2 == 0 && R <= D,
+                 "qk_norm_rope: cos ", cos.describe(), ", sin ", sin.describe(), " for input ", x.describe(),
+                 " (need [S, R] with R even and <= head_dim)");
+  }
+  return detail::launch_status(
+      kernels::launch_qk_norm_rope(bf16_data(x), bf16_data(weight), S, heads, D, eps,
+                                   R ? bf16_data(cos) : nullptr, R ? bf16_data(sin) : nullptr, R, stream),
+      "qk_norm_rope kernel");
+}
+
+}  // namespace orochi::cuda

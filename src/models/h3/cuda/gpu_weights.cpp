@@ -1,0 +1,165 @@
+#include "models/h3/cuda/gpu_weights.h"
+
+#include <cmath>
+#include <map>
+
+#include "backends/cuda/random_fill.h"
+#include "models/h3/parameters.h"
+
+namespace orochi::h3::gpu {
+namespace {
+
+// The f32 islands of the released checkpoint (diffusers' _keep_in_fp32_modules).
+bool is_f32_island(const std::string& name) {
+  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
+bool is_adaln(const std::string& name) { return param_group_of(name) == ParamGroup::kAdaln; }
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// Builds GpuWeights by asking `make` for each resident parameter (diffusers name, shape, dtype).
+Expected<GpuWeights> assemble(const H3Config& c,
+                              const std::function<Expected<Tensor>(const ParamSpec&, DType)>& make) {
+  std::map<std::string, Tensor> t;
+  for (const ParamSpec& spec : h3_parameters(c)) {
+    if (is_adaln(spec.name)) continue;
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, make(spec, is_f32_island(spec.name) ? DType::kF32 : DType::kBF16));
+    t.emplace(spec.name, std::move(d));
+  }
+  auto lin = [&](const std::string& p, bool bias) {
+    GpuLinear l{t.at(p + ".weight"), {}};
+    if (bias) l.bias = t.at(p + ".bias");
+    return l;
+  };
+  auto block = [&](const std::string& p) {
+    GpuBlock b;
+    b.norm1 = t.at(p + "norm1.weight");
+    b.norm2 = t.at(p + "norm2.weight");
+    b.norm_q = t.at(p + "attn.norm_q.weight");
+    b.norm_k = t.at(p + "attn.norm_k.weight");
+    b.to_q = lin(p + "attn.to_q", false);
+    b.to_k = lin(p + "attn.to_k", false);
+    b.to_v = lin(p + "attn.to_v", false);
+    b.to_out = lin(p + "attn.to_out.0", false);
+    b.ff_in = lin(p + "ff.net.0.proj", false);
+    b.ff_out = lin(p + "ff.net.2", false);
+    return b;
+  };
+  GpuWeights w;
+  w.config = c;
+  w.proj_in = lin("proj_in", true);
+  w.audio_proj_in = lin("audio_proj_in", true);
+  w.context_embedder = lin("context_embedder", true);
+  w.time_linear_1 = lin("time_embedder.linear_1", true);
+  w.time_linear_2 = lin("time_embedder.linear_2", true);
+  for (int64_t i = 0; i < c.num_refiner_layers; ++i)
+    w.refiner.push_back(block("token_refiner.refiner_blocks." + std::to_string(i) + "."));
+  w.refiner_final_norm = t.at("token_refiner.final_norm.weight");
+  for (int64_t i = 0; i < c.num_layers; ++i) w.blocks.push_back(block("transformer_blocks." + std::to_string(i) + "."));
+  w.norm_out = t.at("norm_out.norm.weight");
+  w.proj_out = lin("proj_out", true);
+  w.audio_proj_out = lin("audio_proj_out", true);
+  return w;
+}
+
+// Each parameter draws from its own RNG stream (its index in the parameter list), so a weight does
+// not depend on which others are generated.
+struct RandomInit {
+  float mean, stddev;
+};
+RandomInit random_init(const std::string& name) {
+  if (param_group_of(name) == ParamGroup::kNorm) return {1.0f, 0.1f};
+  return {0.0f, ends_with(name, ".bias") ? 0.05f : 0.2f};
+}
+// Real-size weights need a smaller scale to keep activations finite through 50 blocks.
+float fan_in_scale(const ParamSpec& spec) {
+  return spec.shape.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(spec.shape[1]) / 16.0f) : 1.0f;
+}
+
+}  // namespace
+
+size_t resident_weight_bytes(const H3Config& c) {
+  size_t bytes = 0;
+  for (const ParamSpec& spec : h3_parameters(c)) {
+    if (is_adaln(spec.name)) continue;
+    const size_t n = static_cast<size_t>(shape_numel(spec.shape));
+    bytes += (n * (is_f32_island(spec.name) ? 4 : 2) + 255) / 256 * 256;
+  }
+  return bytes;
+}
+
+Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& arena, uint64_t seed, cudaStream_t stream) {
+  std::map<std::string, uint64_t> stream_of;
+  uint64_t index = 0;
+  for (const ParamSpec& spec : h3_parameters(c)) stream_of[spec.name] = index++;
+  return assemble(c, [&](const ParamSpec& spec, DType dtype) -> Expected<Tensor> {
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(spec.shape, dtype));
+    const RandomInit init = random_init(spec.name);
+    const float scale = init.mean == 0.0f && !ends_with(spec.name, ".bias") ? fan_in_scale(spec) : 1.0f;
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(d, seed, stream_of.at(spec.name), init.mean, init.stddev * scale, stream));
+    return d;
+  });
+}
+
+AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t stream) {
+  std::map<std::string, uint64_t> stream_of;
+  uint64_t index = 0;
+  for (const ParamSpec& spec : h3_parameters(c)) stream_of[spec.name] = index++;
+  return [c, seed, stream, stream_of](int64_t block, const Tensor& weight, const Tensor& bias) -> Status {
+    const std::string p = block < 0 ? "norm_out.linear" : "transformer_blocks." + std::to_string(block) + ".adaln_proj.linear";
+    const ParamSpec spec{p + ".weight", weight.shape()};
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(weight, seed, stream_of.at(p + ".weight"), 0.0f, 0.2f * fan_in_scale(spec), stream));
+    return cuda::fill_normal(bias, seed, stream_of.at(p + ".bias"), 0.0f, 0.05f, stream);
+  };
+}
+
+Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream) {
+  // Index the host tensors by name once, through the same assembler the loader uses.
+  std::map<std::string, Tensor> by_name;
+  auto record = [&](const std::string& p, const LinearWeights& l) {
+    by_name[p + ".weight"] = l.weight;
+    if (l.bias.defined()) by_name[p + ".bias"] = l.bias;
+  };
+  auto record_block = [&](const std::string& p, const BlockWeights& b) {
+    by_name[p + "norm1.weight"] = b.norm1;
+    by_name[p + "norm2.weight"] = b.norm2;
+    by_name[p + "attn.norm_q.weight"] = b.attn.norm_q;
+    by_name[p + "attn.norm_k.weight"] = b.attn.norm_k;
+    record(p + "attn.to_q", b.attn.to_q);
+    record(p + "attn.to_k", b.attn.to_k);
+    record(p + "attn.to_v", b.attn.to_v);
+    record(p + "attn.to_out.0", b.attn.to_out);
+    record(p + "ff.net.0.proj", b.ff_in);
+    record(p + "ff.net.2", b.ff_out);
+  };
+  record("proj_in", host.proj_in);
+  record("audio_proj_in", host.audio_proj_in);
+  record("context_embedder", host.context_embedder);
+  record("time_embedder.linear_1", host.time_linear_1);
+  record("time_embedder.linear_2", host.time_linear_2);
+  for (size_t i = 0; i < host.refiner.size(); ++i)
+    record_block("token_refiner.refiner_blocks." + std::to_string(i) + ".", host.refiner[i]);
+  by_name["token_refiner.final_norm.weight"] = host.refiner_final_norm;
+  for (size_t i = 0; i < host.blocks.size(); ++i)
+    record_block("transformer_blocks." + std::to_string(i) + ".", host.blocks[i]);
+  by_name["norm_out.norm.weight"] = host.norm_out;
+  record("proj_out", host.proj_out);
+  record("audio_proj_out", host.audio_proj_out);
+  return assemble(host.config, [&](const ParamSpec& spec, DType dtype) -> Expected<Tensor> {
+    return cuda::upload(by_name.at(spec.name), arena, dtype, stream);
+  });
+}
+
+AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream) {
+  return [&host, stream](int64_t block, const Tensor& weight, const Tensor& bias) -> Status {
+    const LinearWeights& l = block < 0 ? host.norm_out_linear : host.blocks.at(block).adaln;
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(l.weight, weight, stream));
+    return cuda::upload_into(l.bias, bias, stream);
+  };
+}
+
+}  // namespace orochi::h3::gpu

@@ -1,0 +1,58 @@
+// The MiniMax-H3 transformer's weights on one GPU: bf16 block linears and norms, f32 islands
+// (patch projections, time MLP, heads) as the checkpoint keeps them. The AdaLN projections are not
+// resident: they only feed the per-request modulation tables (gpu_tables.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backends/cuda/device_memory.h"
+#include "models/h3/config.h"
+#include "models/h3/weights.h"
+
+namespace orochi::h3::gpu {
+
+struct GpuLinear {
+  Tensor weight;  // [out, in] device
+  Tensor bias;    // [out] device, undefined when none
+};
+
+struct GpuBlock {
+  Tensor norm1, norm2, norm_q, norm_k;  // bf16
+  GpuLinear to_q, to_k, to_v, to_out, ff_in, ff_out;  // bf16, no bias
+};
+
+struct GpuWeights {
+  H3Config config;
+  GpuLinear proj_in, audio_proj_in;        // f32
+  GpuLinear context_embedder;              // bf16
+  GpuLinear time_linear_1, time_linear_2;  // f32
+  std::vector<GpuBlock> refiner;
+  Tensor refiner_final_norm;               // bf16
+  std::vector<GpuBlock> blocks;
+  Tensor norm_out;                         // bf16
+  GpuLinear proj_out, audio_proj_out;      // f32
+};
+
+// Bytes the resident weights take on the GPU (no AdaLN), for sizing the weight arena.
+size_t resident_weight_bytes(const H3Config& config);
+
+// Writes one AdaLN projection (block index, or -1 for norm_out.linear) as bf16 into `weight`
+// [out, time_embed_dim] and `bias` [out]: from a checkpoint, or generated.
+using AdalnSource = std::function<Status(int64_t block, const Tensor& weight, const Tensor& bias)>;
+
+// Random weights of the real shapes, generated on the GPU with the counter-based RNG (no host
+// copy, no checkpoint): the `orochi bench dit` model. Norms 1 + N(0, 0.1), biases N(0, 0.05),
+// matrices N(0, 0.8 / sqrt(fan_in)) so activations stay finite through 50 blocks.
+Expected<GpuWeights> random_gpu_weights(const H3Config& config, cuda::DeviceArena& arena, uint64_t seed,
+                                        cudaStream_t stream);
+AdalnSource random_adaln_source(const H3Config& config, uint64_t seed, cudaStream_t stream);
+
+// Uploads host weights (f32) into the arena, rounding bf16 parts to nearest even.
+Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream);
+AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream);
+
+}  // namespace orochi::h3::gpu

@@ -1,0 +1,359 @@
+// cuDNN fused attention (CudnnAttention) against the CPU reference orochi::cpu::attention, plus
+// CUDA-graph capture, bad input and an informative timing at the H3 denoiser's sizes.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops.h"
+#include "backends/cuda/attention_cudnn.h"
+#include "backends/cuda/device.h"
+#include "support/compare.h"
+#include "support/random.h"
+
+namespace orochi {
+namespace {
+
+using cuda::AttentionImplementation;
+using cuda::AttentionShape;
+using cuda::CudnnAttention;
+
+#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const Status st_ = (expr);                   \
+    ASSERT_TRUE(st_.is_ok()) << st_.to_string(); \
+  } while (0)
+
+// Skips unless a GPU is visible and the cudnn-frontend headers were compiled in.
+#define REQUIRE_GPU_ATTENTION()                                                                  \
+  do {                                                                                           \
+    if (!CudnnAttention::compiled_with_frontend()) GTEST_SKIP() << "built without cudnn-frontend"; \
+    Expected<std::vector<cuda::DeviceInfo>> devices_ = cuda::list_devices();                     \
+    if (!devices_) GTEST_SKIP() << devices_.status().to_string();                                \
+  } while (0)
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  explicit DeviceBuffer(size_t n) : bytes(n) {
+    if (cudaMalloc(&ptr, n) != cudaSuccess) ptr = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+// bf16 copy of an f32 host tensor on the device.
+std::unique_ptr<DeviceBuffer> upload_bf16(const Tensor& f32) {
+  const Tensor bf16 = f32.to(DType::kBF16);
+  auto buf = std::make_unique<DeviceBuffer>(bf16.nbytes());
+  if (buf->ptr) cudaMemcpy(buf->ptr, bf16.raw_data(), bf16.nbytes(), cudaMemcpyHostToDevice);
+  return buf;
+}
+
+// Device bf16 [shape] -> host f32.
+Tensor download_f32(const DeviceBuffer& buf, const Shape& shape) {
+  Tensor bf16 = Tensor::empty(shape, DType::kBF16);
+  cudaMemcpy(bf16.raw_data(), buf.ptr, bf16.nbytes(), cudaMemcpyDeviceToHost);
+  return bf16.to(DType::kF32);
+}
+
+// x [S, H, D] f32 -> [S, heads.size(), D]: heads are independent, so the CPU reference can skip some.
+Tensor select_heads(const Tensor& x, const std::vector<int64_t>& heads) {
+  const int64_t S = x.dim(0), H = x.dim(1), D = x.dim(2), n = static_cast<int64_t>(heads.size());
+  Tensor out = Tensor::empty({S, n, D}, DType::kF32);
+  const float* src = x.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(src + (s * H + heads[i]) * D, D, dst + (s * n + i) * D);
+  return out;
+}
+
+struct Inputs {
+  Tensor q, k, v;  // f32 holding bf16-representable values: [S_q, H, D], [S_kv, H, D] x2
+};
+
+Inputs make_inputs(const AttentionShape& s, uint64_t seed) {
+  // q and k at std 1.5 give scores of std ~2.25 after the 1/sqrt(D) scale: a peaked softmax that
+  // a wrong scale or layout would visibly break. Rounded to bf16 so both sides see the same input.
+  Inputs in;
+  in.q = testing::random_normal({s.s_q, s.heads, s.head_dim}, seed, 1.5f).to(DType::kBF16).to(DType::kF32);
+  in.k = testing::random_normal({s.s_kv, s.heads, s.head_dim}, seed + 1, 1.5f).to(DType::kBF16).to(DType::kF32);
+  in.v = testing::random_normal({s.s_kv, s.heads, s.head_dim}, seed + 2, 1.0f).to(DType::kBF16).to(DType::kF32);
+  return in;
+}
+
+// --- correctness against the CPU ---------------------------------------------------------------
+
+class CudaAttentionVsCpu : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(CudaAttentionVsCpu, MatchesCpuReference) {
+  REQUIRE_GPU_ATTENTION();
+  const AttentionShape s = GetParam();
+  const Inputs in = make_inputs(s, 1000 + static_cast<uint64_t>(s.s_q));
+  auto q = upload_bf16(in.q), k = upload_bf16(in.k), v = upload_bf16(in.v);
+  DeviceBuffer o(static_cast<size_t>(s.s_q * s.heads * s.head_dim) * 2);
+  ASSERT_TRUE(q->ptr && k->ptr && v->ptr && o.ptr);
+  ASSERT_CUDA(cudaMemset(o.ptr, 0xFF, o.bytes));  // bf16 0xFFFF is NaN: unwritten rows show up
+
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreate(&stream));
+  CudnnAttention attention(stream);
+  ASSERT_OK(attention.run(q->ptr, k->ptr, v->ptr, o.ptr, s, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const Tensor gpu = download_f32(o, {s.s_q, s.heads, s.head_dim});  // [S_q, H, D]
+
+  // All heads for small cases; a spread of heads for 56 (the CPU reference is O(S^2) per head).
+  std::vector<int64_t> heads;
+  if (s.heads <= 4) {
+    for (int64_t h = 0; h < s.heads; ++h) heads.push_back(h);
+  } else {
+    heads = {0, 1, s.heads / 2, s.heads - 1};
+  }
+  const Tensor expected = cpu::attention(select_heads(in.q, heads), select_heads(in.k, heads),
+                                         select_heads(in.v, heads));
+  const Tensor actual = select_heads(gpu, heads);
+  const testing::Comparison c = testing::compare(actual, expected);
+  std::printf("%s: %s [%s]\n", s.to_string().c_str(), c.summary().c_str(), attention.describe(s).c_str());
+  EXPECT_TRUE(c.same_nonfinite) << c.summary();
+  EXPECT_LE(c.rel_l2, 1e-2) << c.summary();
+  cudaStreamDestroy(stream);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionVsCpu,
+                         ::testing::Values(AttentionShape{31, 31, 2, 16}, AttentionShape{1000, 1000, 4, 64},
+                                           AttentionShape{2053, 2053, 3, 128}, AttentionShape{4099, 4099, 56, 128},
+                                           AttentionShape{100, 77, 2, 64}));  // cross-attention lengths
+
+// --- caching, determinism, CUDA graphs ---------------------------------------------------------
+
+struct Problem {
+  AttentionShape shape;
+  std::unique_ptr<DeviceBuffer> q, k, v;
+  std::unique_ptr<DeviceBuffer> o;
+  explicit Problem(const AttentionShape& s, uint64_t seed) : shape(s) {
+    const Inputs in = make_inputs(s, seed);
+    q = upload_bf16(in.q);
+    k = upload_bf16(in.k);
+    v = upload_bf16(in.v);
+    o = std::make_unique<DeviceBuffer>(static_cast<size_t>(s.s_q * s.heads * s.head_dim) * 2);
+  }
+  Status run(CudnnAttention& a, cudaStream_t stream) { return a.run(q->ptr, k->ptr, v->ptr, o->ptr, shape, stream); }
+  Tensor output() const { return download_f32(*o, {shape.s_q, shape.heads, shape.head_dim}); }
+};
+
+TEST(CudaAttention, CachesOneGraphPerShapeAndIsDeterministic) {
+  REQUIRE_GPU_ATTENTION();
+  Problem p(AttentionShape{333, 333, 4, 128}, 7);
+  CudnnAttention attention;
+  ASSERT_OK(p.run(attention, nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  const Tensor first = p.output();
+  ASSERT_CUDA(cudaMemset(p.o->ptr, 0xFF, p.o->bytes));
+  ASSERT_OK(p.run(attention, nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(attention.cached_graph_count(), 1u);
+  const testing::Comparison c = testing::compare(p.output(), first);
+  EXPECT_TRUE(c.same_nonfinite && c.max_abs == 0) << "re-run differs: " << c.summary();
+
+  Expected<size_t> ws = attention.workspace_bytes(64, 4, 128);  // a second shape builds a second graph
+  ASSERT_TRUE(ws.has_value()) << ws.status().to_string();
+  EXPECT_EQ(attention.cached_graph_count(), 2u);
+  std::printf("workspace for S=64: %zu bytes; S=333: %s\n", *ws, attention.describe(p.shape).c_str());
+}
+
+TEST(CudaAttention, PreparedShapeIsCapturableInACudaGraph) {
+  REQUIRE_GPU_ATTENTION();
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CudnnAttention attention(stream);
+  Problem p(AttentionShape{515, 515, 8, 128}, 11);
+  ASSERT_OK(attention.prepare(p.shape));
+
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status captured = p.run(attention, stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured.is_ok()) << captured.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+  ASSERT_CUDA(cudaMemsetAsync(p.o->ptr, 0xFF, p.o->bytes, stream));
+  ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const Tensor from_graph = p.output();
+  ASSERT_CUDA(cudaMemsetAsync(p.o->ptr, 0xFF, p.o->bytes, stream));
+  ASSERT_OK(p.run(attention, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const testing::Comparison c = testing::compare(from_graph, p.output());
+  EXPECT_TRUE(c.same_nonfinite && c.max_abs == 0) << "graph replay differs from eager run: " << c.summary();
+
+  // A shape never prepared cannot be built inside a capture: refused, and the capture survives.
+  Problem unprepared(AttentionShape{77, 77, 8, 128}, 12);
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status refused = unprepared.run(attention, stream);
+  cudaGraph_t empty = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &empty), cudaSuccess);
+  EXPECT_EQ(refused.code(), ErrorCode::kInvalidArgument) << refused.to_string();
+  EXPECT_NE(refused.message().find("prepare()"), std::string::npos) << refused.message();
+
+  cudaGraphDestroy(empty);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(CudaAttention, ExternalWorkspaceTooSmallIsRefused) {
+  REQUIRE_GPU_ATTENTION();
+  CudnnAttention attention;
+  Expected<size_t> need = attention.workspace_bytes(4099, 56, 128);
+  ASSERT_TRUE(need.has_value()) << need.status().to_string();
+  std::printf("workspace for S=4099 heads=56 D=128: %zu bytes\n", *need);
+  if (*need == 0) GTEST_SKIP() << "this cuDNN engine needs no workspace";
+  DeviceBuffer small(*need - 1);
+  EXPECT_EQ(attention.set_external_workspace(small.ptr, small.bytes).code(), ErrorCode::kInvalidArgument);
+}
+
+// --- timing (informative only: prints, never fails on speed) -----------------------------------
+
+// Fills a device bf16 buffer with normal noise without generating gigabytes on the host: one random
+// tile, then doubling device-to-device copies (timing on zeros would flatter the kernels).
+bool fill_random(DeviceBuffer& buf, uint64_t seed) {
+  const int64_t tile = std::min<int64_t>(int64_t{1} << 20, static_cast<int64_t>(buf.bytes / 2));
+  const Tensor noise = testing::random_normal({tile}, seed).to(DType::kBF16);
+  if (cudaMemcpy(buf.ptr, noise.raw_data(), noise.nbytes(), cudaMemcpyHostToDevice) != cudaSuccess) return false;
+  char* base = static_cast<char*>(buf.ptr);
+  for (size_t done = noise.nbytes(); done < buf.bytes; done *= 2)
+    if (cudaMemcpy(base + done, base, std::min(done, buf.bytes - done), cudaMemcpyDeviceToDevice) != cudaSuccess)
+      return false;
+  return true;
+}
+
+std::vector<uint16_t> download_bits(const DeviceBuffer& buf) {
+  std::vector<uint16_t> host(buf.bytes / 2);
+  cudaMemcpy(host.data(), buf.ptr, buf.bytes, cudaMemcpyDeviceToHost);
+  return host;
+}
+
+// At long sequences the CPU reference is too slow for every row: recompute a few (row, head)
+// outputs in double from the bf16 inputs and return the relative L2 error of the GPU's.
+double spot_check(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
+                  const std::vector<uint16_t>& o, int64_t S, int64_t H, int64_t D) {
+  double err = 0, ref = 0;
+  std::vector<double> p(static_cast<size_t>(S));
+  for (int64_t row : {int64_t{0}, int64_t{1}, S / 2, S - 2, S - 1}) {
+    for (int64_t head : {int64_t{0}, H - 1}) {
+      const uint16_t* qi = &q[static_cast<size_t>((row * H + head) * D)];
+      double max_score = -1e300, denom = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        const uint16_t* kj = &k[static_cast<size_t>((j * H + head) * D)];
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += double(bf16_to_f32(qi[d])) * bf16_to_f32(kj[d]);
+        p[j] = dot / std::sqrt(double(D));
+        max_score = std::max(max_score, p[j]);
+      }
+      for (double& x : p) {
+        x = std::exp(x - max_score);
+        denom += x;
+      }
+      for (int64_t d = 0; d < D; ++d) {
+        double expected = 0;
+        for (int64_t j = 0; j < S; ++j) expected += p[j] * bf16_to_f32(v[static_cast<size_t>((j * H + head) * D + d)]);
+        expected /= denom;
+        const double actual = bf16_to_f32(o[static_cast<size_t>((row * H + head) * D + d)]);
+        err += (actual - expected) * (actual - expected);
+        ref += expected * expected;
+      }
+    }
+  }
+  return std::sqrt(err / std::max(ref, 1e-300));
+}
+
+// Informative on speed (prints, never fails on it); the outputs are still spot-checked.
+TEST(CudaAttention, TimingInformative) {
+  REQUIRE_GPU_ATTENTION();
+  struct Case {
+    int64_t S, heads;
+  };
+  // H3 at 832x480 and 1344x768 (56 heads); 32760 x 40 heads is the shape DEVICE.md measured PyTorch at.
+  const Case cases[] = {{15100, 56}, {37966, 56}, {32760, 40}};
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_CUDA(cudaEventCreate(&start));
+  ASSERT_CUDA(cudaEventCreate(&stop));
+  for (const Case& c : cases) {
+    const int64_t D = 128;
+    const size_t bytes = static_cast<size_t>(c.S * c.heads * D) * 2;
+    DeviceBuffer q(bytes), k(bytes), v(bytes), o(bytes);
+    ASSERT_TRUE(q.ptr && k.ptr && v.ptr && o.ptr);
+    ASSERT_TRUE(fill_random(q, 1) && fill_random(k, 2) && fill_random(v, 3));
+    const std::vector<uint16_t> hq = download_bits(q), hk = download_bits(k), hv = download_bits(v);
+    const double flop = 4.0 * static_cast<double>(c.S) * static_cast<double>(c.S) * static_cast<double>(c.heads * D);
+    for (AttentionImplementation impl : {AttentionImplementation::kUnified, AttentionImplementation::kComposite}) {
+      CudnnAttention attention(stream, impl);
+      const AttentionShape shape{c.S, c.S, c.heads, D};
+      const Status built = attention.prepare(shape);
+      if (!built.is_ok()) {
+        std::printf("attention S=%ld heads=%ld %s: not available: %s\n", static_cast<long>(c.S),
+                    static_cast<long>(c.heads), cuda::attention_implementation_name(impl), built.to_string().c_str());
+        continue;
+      }
+      for (int i = 0; i < 2; ++i) ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));  // warm-up
+      std::vector<float> ms;
+      for (int i = 0; i < 10; ++i) {
+        ASSERT_CUDA(cudaEventRecord(start, stream));
+        ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
+        ASSERT_CUDA(cudaEventRecord(stop, stream));
+        ASSERT_CUDA(cudaEventSynchronize(stop));
+        float t = 0;
+        ASSERT_CUDA(cudaEventElapsedTime(&t, start, stop));
+        ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      const double median = 0.5 * (ms[4] + ms[5]);
+      std::printf("attention S=%ld heads=%ld D=128 %s: median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s [%s]\n",
+                  static_cast<long>(c.S), static_cast<long>(c.heads), cuda::attention_implementation_name(impl),
+                  median, ms.front(), ms.back(), flop / (median * 1e-3) / 1e12, attention.describe(shape).c_str());
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      const double rel = spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, D);
+      std::printf("  spot check of 10 (row, head) outputs: rel L2 %.2e\n", rel);
+      EXPECT_LE(rel, 1e-2);
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+}
+
+// --- bad input (no GPU needed: rejected before the device is touched) ---------------------------
+
+TEST(CudaAttention, RejectsBadShapesAndPointers) {
+  CudnnAttention attention;
+  alignas(16) static char fake[64];
+  if (!CudnnAttention::compiled_with_frontend()) {
+    const Status st = attention.run(fake, fake, fake, fake, 16, 2, 64, nullptr);
+    EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(st.message().find("install_deps.sh"), std::string::npos) << st.message();
+    GTEST_SKIP() << "built without cudnn-frontend";
+  }
+  const Status odd_dim = attention.run(fake, fake, fake, fake, 16, 2, 12, nullptr);
+  EXPECT_EQ(odd_dim.code(), ErrorCode::kUnsupported) << odd_dim.to_string();
+  EXPECT_NE(odd_dim.message().find("multiple of 8"), std::string::npos) << odd_dim.message();
+  EXPECT_EQ(attention.run(fake, fake, fake, fake, 0, 2, 64, nullptr).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(attention.run(nullptr, fake, fake, fake, 16, 2, 64, nullptr).code(), ErrorCode::kInvalidArgument);
+  const Status misaligned = attention.run(fake + 2, fake, fake, fake, 16, 2, 64, nullptr);
+  EXPECT_EQ(misaligned.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(misaligned.message().find("16-byte"), std::string::npos) << misaligned.message();
+  EXPECT_EQ(attention.set_external_workspace(nullptr, 128).code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace orochi

@@ -1,0 +1,176 @@
+// CUDA norm ops vs the CPU ops (fp32 on the same bf16-rounded inputs) and vs a host emulation of
+// diffusers' bf16 rounding order: rms_norm, rms_norm_modulate, qk_norm_rope.
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu/ops.h"
+#include "backends/cuda/ops.h"
+#include "support/random.h"
+#include "test_cuda_ops_support.h"
+
+namespace orochi {
+namespace {
+
+using namespace cuda_test;
+
+constexpr float kEps = 1e-5f;
+constexpr double kBf16Tol = 1e-2;
+constexpr double kMinEqual = 0.99;  // transcendental / reduction-order differences flip a few roundings
+
+Tensor rounded(const Tensor& f32) {
+  Tensor t = f32.clone();
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = round_to_bf16(t.data<float>()[i]);
+  return t;
+}
+
+class CudaNorm : public GpuTest {};
+
+TEST_F(CudaNorm, RmsNormMatchesCpu) {
+  for (const Shape& shape : {Shape{1, 8}, Shape{3, 5}, Shape{17, 24}, Shape{31, 2, 16}, Shape{13, 5376},
+                             Shape{5, 7168}, Shape{3, 14336}, Shape{1000, 128}}) {
+    const size_t mark = arena().mark();
+    const int64_t C = shape.back();
+    Tensor x = random_bf16_values(shape, 3.0f), w = random_bf16_values({C}, 0.3f, 1.0f);
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(shape, DType::kBF16));
+    ASSERT_STATUS_OK(poison(dy, stream()));
+    ASSERT_STATUS_OK(cuda::rms_norm(dx, dw, kEps, dy, stream()));
+    const Tensor ref = cpu::rms_norm(x, w, kEps);
+    const Tensor emulated = rounded(ref);  // one rounding at the end
+    check_case("rms_norm", shape_to_string(shape), to_host_f32(dy, stream()), ref, kBf16Tol, &emulated, kMinEqual);
+    arena().reset(mark);
+  }
+}
+
+// A pointer 2 bytes off 16-byte alignment forces the scalar path on a width the vector path takes.
+TEST_F(CudaNorm, RmsNormUnalignedViewsTakeTheScalarPath) {
+  const int64_t S = 7, C = 64;
+  Tensor x = random_bf16_values({S, C}, 2.0f), w = random_bf16_values({C}, 0.3f, 1.0f);
+  ASSERT_OK_AND_ASSIGN(Tensor flat_x, arena().tensor({S * C + 1}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor flat_y, arena().tensor({S * C + 1}, DType::kBF16));
+  Tensor dx = flat_x.slice(0, 1, S * C + 1).view({S, C}), dy = flat_y.slice(0, 1, S * C + 1).view({S, C});
+  ASSERT_STATUS_OK(cuda::upload_into(x, dx, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kBF16, stream()));
+  ASSERT_STATUS_OK(poison(flat_y, stream()));
+  ASSERT_STATUS_OK(cuda::rms_norm(dx, dw, kEps, dy, stream()));
+  const Tensor ref = cpu::rms_norm(x, w, kEps);
+  const Tensor emulated = rounded(ref);
+  check_case("rms_norm(unaligned)", shape_to_string({S, C}), to_host_f32(dy, stream()), ref, kBf16Tol, &emulated,
+             kMinEqual);
+}
+
+// Modulation tables are column blocks of [R, 6C], as the block's AdaLN table is laid out.
+TEST_F(CudaNorm, RmsNormModulateMatchesCpu) {
+  struct Case { int64_t S, C, R; };
+  for (const Case& k : {Case{1, 8, 1}, Case{5, 13, 3}, Case{17, 24, 6}, Case{37, 5376, 9}, Case{3, 7168, 2}}) {
+    const size_t mark = arena().mark();
+    Tensor x = random_bf16_values({k.S, k.C}, 2.0f), w = random_bf16_values({k.C}, 0.3f, 1.0f);
+    Tensor table = random_bf16_values({k.R, 6 * k.C}, 0.5f);
+    Tensor idx = testing::random_indices(k.S, k.R, next_stream());
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dtable, cuda::upload(table, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor didx, cuda::upload(idx, arena(), DType::kI64, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor({k.S, k.C}, DType::kBF16));
+    ASSERT_STATUS_OK(poison(dy, stream()));
+    // shift_msa = chunk 0, scale_msa = chunk 1 (MODELS_H3.md §1.3).
+    Tensor shift = table.slice(1, 0, k.C), scale = table.slice(1, k.C, 2 * k.C);
+    ASSERT_STATUS_OK(cuda::rms_norm_modulate(dx, dw, kEps, dtable.slice(1, 0, k.C), dtable.slice(1, k.C, 2 * k.C), didx,
+                                      dy, stream()));
+    const Tensor normed = cpu::rms_norm(x, w, kEps);
+    const Tensor ref = cpu::modulate(normed, shift, scale, idx);
+    // diffusers: bf16(norm), bf16(1 + scale), bf16(n · that), bf16(+ shift).
+    Tensor emulated = Tensor::empty({k.S, k.C}, DType::kF32);
+    for (int64_t s = 0; s < k.S; ++s) {
+      const int64_t r = idx.data<int64_t>()[s];
+      for (int64_t c = 0; c < k.C; ++c) {
+        const float n = round_to_bf16(normed.data<float>()[s * k.C + c]);
+        const float one_plus = round_to_bf16(1.0f + table.data<float>()[r * 6 * k.C + k.C + c]);
+        const float m = round_to_bf16(n * one_plus);
+        emulated.data<float>()[s * k.C + c] = round_to_bf16(m + table.data<float>()[r * 6 * k.C + c]);
+      }
+    }
+    check_case("rms_norm_modulate", "[" + std::to_string(k.S) + ", " + std::to_string(k.C) + "] R=" +
+                                        std::to_string(k.R),
+               to_host_f32(dy, stream()), ref, kBf16Tol, &emulated, kMinEqual);
+    arena().reset(mark);
+  }
+}
+
+// bf16 cos/sin [S, R]: the real H3 table (R = 96 from 3 x 16 frequencies) or random angles.
+cpu::RopeTable bf16_rope_table(int64_t S, int64_t R) {
+  cpu::RopeTable t;
+  if (R == 96) {
+    Tensor pos = random_f32_values({S, 3}, 1.0f);
+    for (int64_t i = 0; i < S * 3; ++i) pos.data<float>()[i] = 10.0f + 40.0f * pos.data<float>()[i];
+    t = cpu::rope_table(pos, cpu::rope_inv_freq(16, 10000.0f));
+  } else {
+    Tensor angle = random_f32_values({S, R}, 30.0f);
+    t.cos = Tensor::empty({S, R}, DType::kF32);
+    t.sin = Tensor::empty({S, R}, DType::kF32);
+    for (int64_t i = 0; i < S * R; ++i) {
+      t.cos.data<float>()[i] = std::cos(angle.data<float>()[i]);
+      t.sin.data<float>()[i] = std::sin(angle.data<float>()[i]);
+    }
+  }
+  return {rounded(t.cos), rounded(t.sin)};  // diffusers casts the fp32 table to bf16 before use
+}
+
+TEST_F(CudaNorm, QkNormRopeMatchesCpu) {
+  struct Case { int64_t S, heads, D, R; };
+  // D = 128 with R % 8 == 0 takes the shuffle kernel; the others the general one.
+  for (const Case& k : {Case{7, 3, 128, 96}, Case{33, 56, 128, 96}, Case{5, 2, 128, 0}, Case{6, 2, 128, 128},
+                        Case{3, 2, 128, 36}, Case{9, 4, 64, 32}, Case{4, 3, 40, 24}, Case{2, 1, 16, 16}}) {
+    const size_t mark = arena().mark();
+    const Shape shape{k.S, k.heads, k.D};
+    Tensor x = random_bf16_values(shape, 2.0f), w = random_bf16_values({k.D}, 0.3f, 1.0f);
+    const cpu::RopeTable table = k.R ? bf16_rope_table(k.S, k.R) : cpu::RopeTable{};
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kBF16, stream()));
+    Tensor dcos, dsin;
+    if (k.R) {
+      ASSERT_OK_AND_ASSIGN(dcos, cuda::upload(table.cos, arena(), DType::kBF16, stream()));
+      ASSERT_OK_AND_ASSIGN(dsin, cuda::upload(table.sin, arena(), DType::kBF16, stream()));
+    }
+    ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));  // in place: dx is the output
+
+    Tensor ref = cpu::rms_norm(x, w, kEps);
+    const Tensor normed = rounded(ref);
+    if (k.R) cpu::apply_rope(ref, table);
+    Tensor emulated = normed.clone();
+    const int64_t half = k.R / 2;
+    for (int64_t row = 0; row < k.S * k.heads; ++row) {
+      const int64_t s = row / k.heads;
+      const float* n = normed.data<float>() + row * k.D;
+      float* e = emulated.data<float>() + row * k.D;
+      for (int64_t i = 0; i < half; ++i) {
+        const float* c = table.cos.data<float>() + s * k.R;
+        const float* sn = table.sin.data<float>() + s * k.R;
+        e[i] = round_to_bf16(round_to_bf16(n[i] * c[i]) - round_to_bf16(n[i + half] * sn[i]));
+        e[i + half] = round_to_bf16(round_to_bf16(n[i + half] * c[i + half]) + round_to_bf16(n[i] * sn[i + half]));
+      }
+    }
+    check_case("qk_norm_rope", shape_to_string(shape) + " R=" + std::to_string(k.R), to_host_f32(dx, stream()), ref,
+               kBf16Tol, &emulated, kMinEqual);
+    arena().reset(mark);
+  }
+}
+
+TEST_F(CudaNorm, RejectsHostTensorsAndWrongShapes) {
+  ASSERT_OK_AND_ASSIGN(Tensor dx, arena().tensor({4, 16}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor dw, arena().tensor({8}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor({4, 16}, DType::kBF16));
+  EXPECT_THROW((void)cuda::rms_norm(dx, dw, kEps, dy, stream()), InternalError);  // weight width
+  Tensor host = Tensor::empty({4, 16}, DType::kBF16);
+  ASSERT_OK_AND_ASSIGN(Tensor dw16, arena().tensor({16}, DType::kBF16));
+  EXPECT_THROW((void)cuda::rms_norm(host, dw16, kEps, dy, stream()), InternalError);  // host input
+  ASSERT_OK_AND_ASSIGN(Tensor f32, arena().tensor({4, 16}, DType::kF32));
+  EXPECT_THROW((void)cuda::rms_norm(f32, dw16, kEps, dy, stream()), InternalError);  // dtype
+  ASSERT_OK_AND_ASSIGN(Tensor q, arena().tensor({4, 2, 16}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor cos, arena().tensor({4, 18}, DType::kBF16));
+  EXPECT_THROW((void)cuda::qk_norm_rope(q, dw16, kEps, cos, cos, stream()), InternalError);  // R > D
+}
+
+}  // namespace
+}  // namespace orochi
