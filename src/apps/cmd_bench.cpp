@@ -43,11 +43,11 @@ Expected<Canvas> canvas_for(const std::string& res) {
 
 int run_bench(const std::vector<std::string>& argv) {
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed"},
-                                    {"json"});
+                                    {"json", "profile"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
     return fail(invalid_argument("usage: orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
-                                 "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--json]"));
+                                 "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--json] [--profile]"));
   Expected<Canvas> canvas = canvas_for(args->get("res", "480p"));
   if (!canvas) return fail(canvas.status());
   Expected<int64_t> frames = args->get_int("frames", 124), text_rows = args->get_int("text-rows", 256);
@@ -66,7 +66,7 @@ int run_bench(const std::vector<std::string>& argv) {
   config.num_layers = *layers;
   pipeline::LayoutRequest request{.text_rows = *text_rows, .latent_frames = geometry->latent_frames,
                                   .latent_height = geometry->latent_height, .latent_width = geometry->latent_width,
-                                  .audio_latents = geometry->audio_latents};
+                                  .audio_latents = geometry->audio_latents, .keyframes = {}};
   Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(request);
   if (!layout) return fail(layout.status());
   const h3::ForwardFlops flops = h3::forward_flops(config, layout->rows, *text_rows);
@@ -115,6 +115,16 @@ int run_bench(const std::vector<std::string>& argv) {
     if (i >= *warmup) times.push_back(ms / 1000.0);
     std::fprintf(stderr, "[orochi] forward %lld/%lld: %.3f s%s\n", static_cast<long long>(i + 1),
                  static_cast<long long>(*warmup + *iters), ms / 1000.0, i < *warmup ? " (warm-up)" : "");
+  }
+  if (args->has("profile")) {
+    // One more forward with an event pair around every stage: where the time goes.
+    (*runner)->timer().enable(stream);
+    if (Status s = (*runner)->forward(); !s.is_ok()) return fail(s);
+    double sum = 0;
+    const auto stages = (*runner)->timer().collect();
+    for (const auto& [name, ms] : stages) sum += ms;
+    for (const auto& [name, ms] : stages)
+      std::fprintf(stderr, "[orochi] profile %-16s %9.2f ms  %5.1f%%\n", name.c_str(), ms, 100.0 * ms / sum);
   }
   size_t free_after = 0;
   cudaMemGetInfo(&free_after, &total);

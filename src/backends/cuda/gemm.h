@@ -47,6 +47,9 @@ class GemmRunner {
                           cudaStream_t stream);
 
   size_t cached_plans() const { return plans_.size(); }
+  // Large shapes (>= 2^30 multiply-adds) are timed over cuBLASLt's top candidates the first time
+  // they are seen and the fastest kept; off, the heuristic's first pick is used.
+  void set_autotune(bool on) { autotune_ = on; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   int device_index() const { return device_index_; }
 
@@ -60,14 +63,25 @@ class GemmRunner {
     auto operator<=>(const Key&) const = default;
   };
   struct Plan;
+  struct Operands {
+    const void* x = nullptr;
+    const void* w = nullptr;
+    void* y = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+  static constexpr int kMaxCandidates = 8;
+  static constexpr double kTuneMinMacs = 1073741824.0;
 
   GemmRunner() = default;
-  Expected<Plan*> plan_for(const Key& key, const void* bias);
+  Expected<Plan*> plan_for(const Key& key, const void* bias, const Operands& operands);
+  // `results`: cublasLtMatmulHeuristicResult_t[count] (an anonymous struct in cublasLt.h, so not named here).
+  Expected<int> fastest_candidate(const Plan& plan, const void* results, int count, const Operands& operands);
 
   cublasLtContext* handle_ = nullptr;  // = cublasLtHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   int device_index_ = 0;
+  bool autotune_ = true;
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
 

@@ -202,9 +202,12 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   const int64_t heads = config_.num_attention_heads, hd = config_.attention_head_dim;
   const float eps = static_cast<float>(config_.qk_norm_eps);
   const Tensor q = B.q.slice(0, 0, rows), k = B.k.slice(0, 0, rows), v = B.v.slice(0, 0, rows), o = B.o.slice(0, 0, rows);
+  timer_.begin("gemm qkv");
   OROCHI_RETURN_IF_ERROR(linear(b.to_q, x, q));  // [rows, heads * hd]
   OROCHI_RETURN_IF_ERROR(linear(b.to_k, x, k));
   OROCHI_RETURN_IF_ERROR(linear(b.to_v, x, v));
+  timer_.end();
+  timer_.begin("qk norm + rope");
   const bf16* cos = rope ? ptr<const bf16>(B.rope_cos) : nullptr;
   const bf16* sin = rope ? ptr<const bf16>(B.rope_sin) : nullptr;
   const int64_t R = rope ? config_.rotary_dim() : 0;
@@ -212,8 +215,14 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
                                                                      hd, eps, cos, sin, R, stream_), "qk_norm_rope q"));
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(k), ptr<const bf16>(b.norm_k), rows, heads,
                                                                      hd, eps, cos, sin, R, stream_), "qk_norm_rope k"));
+  timer_.end();
+  timer_.begin("attention");
   OROCHI_RETURN_IF_ERROR(attention_->run(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(), rows, heads, hd, stream_));
-  return linear(b.to_out, o, out);  // [rows, H]
+  timer_.end();
+  timer_.begin("gemm out");
+  OROCHI_RETURN_IF_ERROR(linear(b.to_out, o, out));  // [rows, H]
+  timer_.end();
+  return Status::ok();
 }
 
 Status H3GpuRunner::refiner_block(const GpuBlock& b, const Tensor& t) {
@@ -242,18 +251,33 @@ Status H3GpuRunner::transformer_block(size_t index) {
   const int64_t* idx = ptr<const int64_t>(B.adaln_idx);
   // Column blocks of the [n_t * 3, 6H] table: shift/scale/gate msa, shift/scale/gate mlp.
   const ModulationRows msa{table, W, table + H, W, idx}, mlp{table + 3 * H, W, table + 4 * H, W, idx};
+  timer_.begin("norm + modulate");
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
                                                                  ptr<bf16>(B.a), S, H, eps, &msa, stream_), "norm1"));
+  timer_.end();
   OROCHI_RETURN_IF_ERROR(attention_block(b, B.a, S, true, B.o2));
+  timer_.begin("gated residual");
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 2 * H, W, idx,
                                                                        ptr<const bf16>(B.o2), S, H, stream_), "gate msa"));
+  timer_.end();
+  timer_.begin("norm + modulate");
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm2),
                                                                  ptr<bf16>(B.a), S, H, eps, &mlp, stream_), "norm2"));
+  timer_.end();
+  timer_.begin("gemm ffn in");
   OROCHI_RETURN_IF_ERROR(linear(b.ff_in, B.a, B.u));  // [S, 2F]
+  timer_.end();
+  timer_.begin("swiglu");
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_swiglu(ptr<const bf16>(B.u), ptr<bf16>(B.g), S, F, stream_), "swiglu"));
+  timer_.end();
+  timer_.begin("gemm ffn out");
   OROCHI_RETURN_IF_ERROR(linear(b.ff_out, B.g, B.o2));
-  return launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 5 * H, W, idx, ptr<const bf16>(B.o2), S, H,
-                                                       stream_), "gate mlp");
+  timer_.end();
+  timer_.begin("gated residual");
+  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 5 * H, W, idx,
+                                                                       ptr<const bf16>(B.o2), S, H, stream_), "gate mlp"));
+  timer_.end();
+  return Status::ok();
 }
 
 Status H3GpuRunner::forward() {

@@ -18,6 +18,7 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "models/h3/cuda/gpu_weights.h"
+#include "models/h3/cuda/stage_timer.h"
 #include "models/h3/transformer.h"
 
 namespace orochi::h3::gpu {
@@ -50,6 +51,8 @@ class H3GpuRunner {
   Expected<H3Outputs> outputs();  // host f32 copies
 
   cudaStream_t stream() const { return stream_; }
+  // Per-stage timing of the following forwards (costs an event pair per stage).
+  StageTimer& timer() { return timer_; }
   size_t weight_bytes() const;
   size_t request_bytes_peak() const;
 
@@ -72,6 +75,7 @@ class H3GpuRunner {
   AdalnSource adaln_;
   std::unique_ptr<RequestBuffers> buf_;
   size_t request_mark_ = 0;
+  StageTimer timer_;
 };
 
 }  // namespace orochi::h3::gpu
