@@ -71,7 +71,8 @@ TEST(PackedLayout, RealCanvas480pGridAndClock) {
 
 TEST(PackedLayout, LastKeyframeSitsOnTheLastPixelFrame) {
   LayoutRequest r{.text_rows = 10, .latent_frames = 37, .latent_height = 4, .latent_width = 4,
-                  .audio_latents = 2, .keyframes = {KeyframeAnchor::kLast}};
+                  .audio_latents = 2, .audio_channels = 2, .patch_h = 2, .patch_w = 2,
+                  .keyframes = {KeyframeAnchor::kLast}};
   Expected<pipeline::PackedLayout> layout = build_packed_layout(r);
   ASSERT_TRUE(layout.has_value());
   // L + (5/3)(F - 1) with F = 124 pixel frames.
@@ -79,7 +80,8 @@ TEST(PackedLayout, LastKeyframeSitsOnTheLastPixelFrame) {
 }
 
 TEST(PackedLayout, RejectsImpossibleRequests) {
-  LayoutRequest r{.text_rows = 0, .latent_frames = 2, .latent_height = 4, .latent_width = 4, .audio_latents = 2};
+  LayoutRequest r{.text_rows = 0, .latent_frames = 2, .latent_height = 4, .latent_width = 4, .audio_latents = 2,
+                  .audio_channels = 2, .patch_h = 2, .patch_w = 2, .keyframes = {}};
   EXPECT_FALSE(build_packed_layout(r).has_value());
   r.text_rows = 3;
   r.latent_width = 5;  // not a multiple of the patch
