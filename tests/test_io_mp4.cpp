@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "support/temp_dir.h"
 #include "io/mp4.h"
 
 #ifdef OROCHI_WITH_FFMPEG
@@ -16,19 +17,10 @@
 namespace orochi::io {
 namespace {
 
+using orochi::testing::TempDir;
+
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("orochi_mp4_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  size_t entries() const { return std::distance(fs::directory_iterator(path), fs::directory_iterator()); }
-};
 
 // A smooth pattern that moves each frame, so the encoder has real motion to code.
 VideoFrames moving_gradient(int64_t frames, int64_t height, int64_t width) {
@@ -94,7 +86,7 @@ MediaInfo expect_video_matches(const std::string& path, const VideoFrames& video
 }
 
 TEST(IoMp4, VideoAndStereoAudioRoundTrip) {
-  TempDir dir;
+  TempDir dir{"mp4"};
   const VideoFrames video = moving_gradient(29, 32, 64);
   const AudioTrack audio = stereo_sine(1.2, 32000);
   const std::string path = dir.file("clip.mp4");
@@ -126,7 +118,7 @@ TEST(IoMp4, VideoAndStereoAudioRoundTrip) {
 }
 
 TEST(IoMp4, VideoOnly) {
-  TempDir dir;
+  TempDir dir{"mp4"};
   const VideoFrames video = moving_gradient(24, 48, 80);
   const std::string path = dir.file("silent.mp4");
   const Status s = write_mp4(path, video, nullptr, {});
@@ -149,7 +141,7 @@ AudioTrack planar_tone(int channels, double seconds) {
 }
 
 TEST(IoMp4, PlanarAndMonoAudioAndOverwrite) {
-  TempDir dir;
+  TempDir dir{"mp4"};
   const VideoFrames video = moving_gradient(12, 16, 16);
   const std::string path = dir.file("planar.mp4");
   ASSERT_TRUE(write_mp4(path, moving_gradient(2, 16, 16), nullptr).is_ok());
@@ -184,13 +176,13 @@ TEST(IoMp4, UnwritablePathsAreIoErrorsNamingThePath) {
   // /proc refuses new files even to root.
   expect_refused(write_mp4("/proc/orochi_out.mp4", video, nullptr), ErrorCode::kIo,
                  "/proc/orochi_out.mp4");
-  TempDir dir;
+  TempDir dir{"mp4"};
   expect_refused(write_mp4(dir.path.string(), video, nullptr), ErrorCode::kInvalidArgument, "folder");
   expect_refused(write_mp4("", video, nullptr), ErrorCode::kInvalidArgument, "empty");
 }
 
 TEST(IoMp4, BadInputLeavesNoFile) {
-  TempDir dir;
+  TempDir dir{"mp4"};
   const std::string path = dir.file("bad.mp4");
   expect_refused(write_mp4(path, moving_gradient(0, 16, 16), nullptr), ErrorCode::kInvalidArgument,
                  "no frames");
@@ -220,7 +212,7 @@ TEST(IoMp4, BadInputLeavesNoFile) {
 
 TEST(IoMp4, ProbeRefusesMissingAndGarbageFiles) {
   EXPECT_EQ(probe_media("/no_such_folder_orochi/x.mp4").status().code(), ErrorCode::kNotFound);
-  TempDir dir;
+  TempDir dir{"mp4"};
   const std::string junk = dir.file("junk.mp4");
   std::FILE* f = std::fopen(junk.c_str(), "wb");
   ASSERT_NE(f, nullptr);

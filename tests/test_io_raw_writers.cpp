@@ -7,6 +7,7 @@
 #include <fstream>
 #include <random>
 
+#include "support/temp_dir.h"
 #include "io/wav_writer.h"
 #include "io/y4m_writer.h"
 #ifdef OROCHI_WITH_FFMPEG
@@ -16,19 +17,10 @@
 namespace orochi::io {
 namespace {
 
+using orochi::testing::TempDir;
+
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("orochi_raw_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  size_t entries() const { return std::distance(fs::directory_iterator(path), fs::directory_iterator()); }
-};
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,7 +34,7 @@ uint32_t le(const std::vector<uint8_t>& b, size_t at, int bytes) {
 }
 
 TEST(IoRawWriters, WavHeaderAndSamples) {
-  TempDir dir;
+  TempDir dir{"raw"};
   AudioTrack a;
   a.sample_rate = 32000;
   a.channels = 2;
@@ -71,7 +63,7 @@ TEST(IoRawWriters, WavHeaderAndSamples) {
 }
 
 TEST(IoRawWriters, Y4mHeaderFramesAndColours) {
-  TempDir dir;
+  TempDir dir{"raw"};
   VideoFrames v;  // 3 frames of 5x3 (odd sizes are fine here): white, black, red
   v.frames = 3;
   v.height = 3;
@@ -98,7 +90,7 @@ TEST(IoRawWriters, Y4mHeaderFramesAndColours) {
 }
 
 TEST(IoRawWriters, RefusalsLeaveNoFile) {
-  TempDir dir;
+  TempDir dir{"raw"};
   AudioTrack empty;
   EXPECT_EQ(write_wav(dir.file("e.wav"), empty).code(), ErrorCode::kInvalidArgument);
   VideoFrames none;
@@ -114,7 +106,7 @@ TEST(IoRawWriters, RefusalsLeaveNoFile) {
 
 #ifdef OROCHI_WITH_FFMPEG
 TEST(IoRawWriters, FFmpegReadsThemBack) {
-  TempDir dir;
+  TempDir dir{"raw"};
   VideoFrames v;
   v.frames = 4;
   v.height = 6;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "support/temp_dir.h"
 #include "core/log.h"
 #include "weights/checkpoint.h"
 #include "weights/model_folder.h"
@@ -14,19 +15,10 @@
 namespace orochi::weights {
 namespace {
 
+using orochi::testing::TempDir;
+
 namespace fs = std::filesystem;
 
-// A fresh folder under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("orochi_ckpt_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -58,7 +50,7 @@ void expect_error(const Status& s, ErrorCode code, const std::vector<std::string
 }
 
 TEST(Checkpoint, SingleFile) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_shard(dir.file("w.safetensors"), {"z", "a"}, 1);
   const auto ckpt = Checkpoint::open(dir.file("w.safetensors"));
   ASSERT_TRUE(ckpt.has_value()) << ckpt.status().to_string();
@@ -77,7 +69,7 @@ TEST(Checkpoint, SingleFile) {
 }
 
 TEST(Checkpoint, FolderOfFilesInNameOrder) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_shard(dir.file("b.safetensors"), {"y"});
   write_shard(dir.file("a.safetensors"), {"x"});
   write_text(dir.file("config.json"), "{}");
@@ -88,7 +80,7 @@ TEST(Checkpoint, FolderOfFilesInNameOrder) {
 }
 
 TEST(Checkpoint, ShardedIndexWithThreeShards) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   const std::string index = write_sharded(dir);
   for (const std::string& path : {index, dir.path.string()}) {  // the index, or its folder
     const auto ckpt = Checkpoint::open(path);
@@ -102,7 +94,7 @@ TEST(Checkpoint, ShardedIndexWithThreeShards) {
 }
 
 TEST(Checkpoint, FolderPrefersTheIndexOverStrayFiles) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_sharded(dir);
   write_shard(dir.file("zz-stray.safetensors"), {"a.weight"});  // would clash if opened
   const auto ckpt = Checkpoint::open(dir.path.string());
@@ -111,7 +103,7 @@ TEST(Checkpoint, FolderPrefersTheIndexOverStrayFiles) {
 }
 
 TEST(Checkpoint, MissingShard) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   const std::string index = write_sharded(dir);
   fs::remove(dir.file("m-00002-of-00003.safetensors"));
   const auto ckpt = Checkpoint::open(index);
@@ -120,7 +112,7 @@ TEST(Checkpoint, MissingShard) {
 }
 
 TEST(Checkpoint, IndexNamesATensorItsShardLacks) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   const std::string index =
       write_sharded(dir, R"(, "d.weight": "m-00002-of-00003.safetensors")");
   const auto ckpt = Checkpoint::open(index);
@@ -129,7 +121,7 @@ TEST(Checkpoint, IndexNamesATensorItsShardLacks) {
 }
 
 TEST(Checkpoint, TensorInTwoShards) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   const std::string index = write_sharded(dir);
   write_shard(dir.file("m-00002-of-00003.safetensors"), {"b.weight", "c.bias"});
   const auto ckpt = Checkpoint::open(index);
@@ -139,7 +131,7 @@ TEST(Checkpoint, TensorInTwoShards) {
 }
 
 TEST(Checkpoint, TensorInTwoFilesOfAFolder) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_shard(dir.file("model.safetensors"), {"w"});
   write_shard(dir.file("model.fp16.safetensors"), {"w"});
   const auto ckpt = Checkpoint::open(dir.path.string());
@@ -148,7 +140,7 @@ TEST(Checkpoint, TensorInTwoFilesOfAFolder) {
 }
 
 TEST(Checkpoint, UnlistedShardTensorWarnsOnceAndLoads) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   const std::string index = write_sharded(dir);
   write_shard(dir.file("m-00002-of-00003.safetensors"), {"b.weight", "extra1", "extra2"});
   ::testing::internal::CaptureStderr();
@@ -163,7 +155,7 @@ TEST(Checkpoint, UnlistedShardTensorWarnsOnceAndLoads) {
 }
 
 TEST(Checkpoint, GetUnknownKeyNamesKeyAndCheckpoint) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_shard(dir.file("w.safetensors"), {"a"});
   const auto ckpt = Checkpoint::open(dir.file("w.safetensors"));
   ASSERT_TRUE(ckpt.has_value());
@@ -173,7 +165,7 @@ TEST(Checkpoint, GetUnknownKeyNamesKeyAndCheckpoint) {
 }
 
 TEST(Checkpoint, BadPathsAndFolders) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   expect_error(Checkpoint::open(dir.file("nope")).status(), ErrorCode::kNotFound, {"nope"});
   expect_error(Checkpoint::open(dir.path.string()).status(), ErrorCode::kNotFound,
                {"no weights", ".safetensors", "index.json"});
@@ -197,7 +189,7 @@ TEST(Checkpoint, BadPathsAndFolders) {
 }
 
 TEST(ModelFolder, OpensConfigAndWeights) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_text(dir.file("config.json"), R"({"_class_name": "Test", "num_layers": 2})");
   write_shard(dir.file("diffusion_pytorch_model.safetensors"), {"proj_in.weight"});
   const auto folder = ModelFolder::open(dir.path.string());
@@ -208,7 +200,7 @@ TEST(ModelFolder, OpensConfigAndWeights) {
 }
 
 TEST(ModelFolder, MissingOrBadConfig) {
-  TempDir dir;
+  TempDir dir{"ckpt"};
   write_shard(dir.file("model.safetensors"), {"w"});
   expect_error(ModelFolder::open(dir.path.string()).status(), ErrorCode::kNotFound,
                {"config.json", "diffusers"});

@@ -8,25 +8,17 @@
 #include <fstream>
 #include <random>
 
+#include "support/temp_dir.h"
 #include "weights/safetensors.h"
 #include "weights/safetensors_writer.h"
 
 namespace orochi::weights {
 namespace {
 
+using orochi::testing::TempDir;
+
 namespace fs = std::filesystem;
 
-// A fresh folder under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("orochi_st_" + std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -65,7 +57,7 @@ Tensor filled(const Shape& shape, DType dtype, int seed) {
 }
 
 TEST(Safetensors, RoundTripsEveryDtypeAndMetadata) {
-  TempDir dir;
+  TempDir dir{"st"};
   const std::vector<std::pair<std::string, Tensor>> tensors = {
       {"a.f32", filled({2, 3}, DType::kF32, 1)},   {"b.bf16", filled({5}, DType::kBF16, 2)},
       {"c.f16", filled({1, 1, 3}, DType::kF16, 3)}, {"d.f8", filled({7}, DType::kF8E4M3, 4)},
@@ -100,7 +92,7 @@ TEST(Safetensors, RoundTripsEveryDtypeAndMetadata) {
 }
 
 TEST(Safetensors, WriterPadsHeaderAndKeepsOrder) {
-  TempDir dir;
+  TempDir dir{"st"};
   const std::string path = dir.file("order.safetensors");
   ASSERT_TRUE(write_safetensors(path, {{"z", filled({3}, DType::kF32, 0)},
                                        {"a", filled({2}, DType::kF32, 0)}})
@@ -117,7 +109,7 @@ TEST(Safetensors, WriterPadsHeaderAndKeepsOrder) {
 }
 
 TEST(Safetensors, TensorsAreZeroCopyAndOutliveTheFile) {
-  TempDir dir;
+  TempDir dir{"st"};
   const std::string path = dir.file("zc.safetensors");
   const Tensor w = Tensor::from_floats({1, 2, 3, 4}, {2, 2});
   ASSERT_TRUE(write_safetensors(path, {{"pad", filled({2}, DType::kF32, 0)}, {"w", w}}).is_ok());
@@ -133,7 +125,7 @@ TEST(Safetensors, TensorsAreZeroCopyAndOutliveTheFile) {
 }
 
 TEST(Safetensors, MisalignedTensorIsCopiedToAlignedMemory) {
-  TempDir dir;
+  TempDir dir{"st"};
   const std::string path = dir.file("unaligned.safetensors");
   const Tensor w = Tensor::from_floats({1.5f, -2.0f}, {2});
   ASSERT_TRUE(write_safetensors(path, {{"u8", filled({3}, DType::kU8, 0)}, {"w", w}}).is_ok());
@@ -148,7 +140,7 @@ TEST(Safetensors, MisalignedTensorIsCopiedToAlignedMemory) {
 }
 
 TEST(Safetensors, WriterRejectsBadRequestsAndUnwritablePaths) {
-  TempDir dir;
+  TempDir dir{"st"};
   const Tensor t = filled({2}, DType::kF32, 0);
   const Status dup = write_safetensors(dir.file("d.safetensors"), {{"x", t}, {"x", t}});
   EXPECT_EQ(dup.code(), ErrorCode::kInvalidArgument);
@@ -162,7 +154,7 @@ TEST(Safetensors, WriterRejectsBadRequestsAndUnwritablePaths) {
 }
 
 TEST(Safetensors, EveryTruncationFailsCleanly) {
-  TempDir dir;
+  TempDir dir{"st"};
   const std::string path = dir.file("t.safetensors");
   ASSERT_TRUE(write_safetensors(path, {{"a", filled({3}, DType::kBF16, 0)},
                                        {"b", filled({2}, DType::kF32, 0)}},
@@ -269,7 +261,7 @@ TEST(Safetensors, OverlappingTensorsAreRejected) {
 }
 
 TEST(Safetensors, MissingFileDirectoryAndEmptyFile) {
-  TempDir dir;
+  TempDir dir{"st"};
   const auto missing = SafetensorsFile::open(dir.file("nope.safetensors"));
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
