@@ -109,6 +109,9 @@ TEST_P(CudaAttentionVsCpu, MatchesCpuReference) {
   ASSERT_OK(attention.run(q->ptr, k->ptr, v->ptr, o.ptr, s, stream));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   const Tensor gpu = download_f32(o, {s.s_q, s.heads, s.head_dim});  // [S_q, H, D]
+  const float* all = gpu.data<float>();
+  EXPECT_EQ(std::count_if(all, all + gpu.numel(), [](float x) { return !std::isfinite(x); }), 0)
+      << "rows or heads left unwritten (NaN poison) or overflowed";
 
   // All heads for small cases; a spread of heads for 56 (the CPU reference is O(S^2) per head).
   std::vector<int64_t> heads;
@@ -130,7 +133,12 @@ TEST_P(CudaAttentionVsCpu, MatchesCpuReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionVsCpu,
                          ::testing::Values(AttentionShape{31, 31, 2, 16}, AttentionShape{1000, 1000, 4, 64},
                                            AttentionShape{2053, 2053, 3, 128}, AttentionShape{4099, 4099, 56, 128},
-                                           AttentionShape{100, 77, 2, 64}));  // cross-attention lengths
+                                           AttentionShape{100, 77, 2, 64}),  // cross-attention lengths
+                         [](const ::testing::TestParamInfo<AttentionShape>& info) {
+                           const AttentionShape& s = info.param;
+                           return "Sq" + std::to_string(s.s_q) + "_Skv" + std::to_string(s.s_kv) + "_h" +
+                                  std::to_string(s.heads) + "_D" + std::to_string(s.head_dim);
+                         });
 
 // --- caching, determinism, CUDA graphs ---------------------------------------------------------
 
@@ -210,15 +218,28 @@ TEST(CudaAttention, PreparedShapeIsCapturableInACudaGraph) {
   cudaStreamDestroy(stream);
 }
 
-TEST(CudaAttention, ExternalWorkspaceTooSmallIsRefused) {
+TEST(CudaAttention, RunsWithAnExternalWorkspaceAndRefusesATooSmallOne) {
   REQUIRE_GPU_ATTENTION();
-  CudnnAttention attention;
-  Expected<size_t> need = attention.workspace_bytes(4099, 56, 128);
+  Problem p(AttentionShape{1031, 1031, 8, 128}, 13);
+  CudnnAttention internal, external;
+  ASSERT_OK(p.run(internal, nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  const Tensor expected = p.output();
+
+  Expected<size_t> need = external.workspace_bytes(p.shape);
   ASSERT_TRUE(need.has_value()) << need.status().to_string();
-  std::printf("workspace for S=4099 heads=56 D=128: %zu bytes\n", *need);
-  if (*need == 0) GTEST_SKIP() << "this cuDNN engine needs no workspace";
-  DeviceBuffer small(*need - 1);
-  EXPECT_EQ(attention.set_external_workspace(small.ptr, small.bytes).code(), ErrorCode::kInvalidArgument);
+  std::printf("workspace for %s: %zu bytes\n", p.shape.to_string().c_str(), *need);
+  DeviceBuffer arena(*need + 256);
+  ASSERT_TRUE(arena.ptr);
+  if (*need > 0) {
+    EXPECT_EQ(external.set_external_workspace(arena.ptr, *need - 1).code(), ErrorCode::kInvalidArgument);
+  }
+  ASSERT_OK(external.set_external_workspace(arena.ptr, *need));
+  ASSERT_CUDA(cudaMemset(p.o->ptr, 0xFF, p.o->bytes));
+  ASSERT_OK(p.run(external, nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  const testing::Comparison c = testing::compare(p.output(), expected);
+  EXPECT_TRUE(c.same_nonfinite && c.max_abs == 0) << "external workspace changed the result: " << c.summary();
 }
 
 // --- timing (informative only: prints, never fails on speed) -----------------------------------
@@ -302,7 +323,7 @@ TEST(CudaAttention, TimingInformative) {
       const AttentionShape shape{c.S, c.S, c.heads, D};
       const Status built = attention.prepare(shape);
       if (!built.is_ok()) {
-        std::printf("attention S=%ld heads=%ld %s: not available: %s\n", static_cast<long>(c.S),
+        std::printf("attention S=%ld heads=%ld %s: n/a TFLOP/s, not available: %s\n", static_cast<long>(c.S),
                     static_cast<long>(c.heads), cuda::attention_implementation_name(impl), built.to_string().c_str());
         continue;
       }
@@ -324,7 +345,7 @@ TEST(CudaAttention, TimingInformative) {
                   median, ms.front(), ms.back(), flop / (median * 1e-3) / 1e12, attention.describe(shape).c_str());
       ASSERT_CUDA(cudaStreamSynchronize(stream));
       const double rel = spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, D);
-      std::printf("  spot check of 10 (row, head) outputs: rel L2 %.2e\n", rel);
+      std::printf("  spot check of 10 (row, head) outputs: rel_l2=%.2e\n", rel);
       EXPECT_LE(rel, 1e-2);
     }
   }

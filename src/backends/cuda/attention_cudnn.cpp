@@ -72,6 +72,7 @@ struct CudnnAttention::Impl {
   void* workspace = nullptr;
   size_t workspace_capacity = 0;
   std::vector<void*> retired_workspaces;
+  bool workspace_handed_out = false;  // a run() has used the internal buffer (it may be captured)
   bool external = false;
   void* external_ptr = nullptr;
   size_t external_bytes = 0;
@@ -79,8 +80,25 @@ struct CudnnAttention::Impl {
   ~Impl() {
     graphs.clear();  // execution plans go before the handle they were built with
     if (handle) cudnnDestroy(handle);
+    free_internal_workspace();
+  }
+
+  void free_internal_workspace() {
     for (void* p : retired_workspaces) cudaFree(p);
+    retired_workspaces.clear();
     if (workspace) cudaFree(workspace);
+    workspace = nullptr;
+    workspace_capacity = 0;
+  }
+
+  static Status refuse_if_capturing(cudaStream_t stream, const AttentionShape& s, const char* what) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      return Status(ErrorCode::kInvalidArgument, "attention " + s.to_string() + " " + what +
+                                                     " while the stream is capturing a CUDA graph: call "
+                                                     "CudnnAttention::prepare() for this shape before capture");
+    return Status::ok();
   }
 
   Status ensure_handle() {
@@ -109,7 +127,8 @@ struct CudnnAttention::Impl {
 
   void* workspace_ptr() const { return external ? external_ptr : workspace; }
 
-  Status fit_workspace(const attention_detail::SdpaPlan& plan, const AttentionShape& s) {
+  // Makes the workspace fit `plan`; growing allocates, which is refused while `stream` captures.
+  Status fit_workspace(const attention_detail::SdpaPlan& plan, const AttentionShape& s, cudaStream_t stream) {
     const size_t need = attention_detail::sdpa_plan_workspace_bytes(plan);
     if (external) {
       if (need > external_bytes)
@@ -119,6 +138,7 @@ struct CudnnAttention::Impl {
       return Status::ok();
     }
     if (need <= workspace_capacity) return Status::ok();
+    OROCHI_RETURN_IF_ERROR(refuse_if_capturing(stream, s, "needs a larger workspace"));
     const size_t rounded = (need + (size_t{1} << 20) - 1) & ~((size_t{1} << 20) - 1);  // whole MiB: fewer regrowths
     void* grown = nullptr;
     OROCHI_CUDA_RETURN_IF_ERROR(cudaMalloc(&grown, rounded));
@@ -133,16 +153,10 @@ struct CudnnAttention::Impl {
   Expected<attention_detail::SdpaPlan*> graph_for(const AttentionShape& s, cudaStream_t capture_stream) {
     auto it = graphs.find(key_of(s));
     if (it != graphs.end()) return it->second.get();
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    const cudaError_t err = cudaStreamIsCapturing(capture_stream, &capture);
-    if (err != cudaSuccess || capture != cudaStreamCaptureStatusNone)
-      return Status(ErrorCode::kInvalidArgument, "attention " + s.to_string() +
-                                                     " has no cuDNN graph yet and the stream is capturing a CUDA "
-                                                     "graph: call CudnnAttention::prepare() before capture");
+    OROCHI_RETURN_IF_ERROR(refuse_if_capturing(capture_stream, s, "has no cuDNN graph yet"));
     Expected<SdpaPlanPtr> built = attention_detail::build_sdpa_plan(handle, s, preference);
     if (!built) return built.status().with_context("cuDNN attention " + s.to_string() + ", " +
                                                    attention_detail::library_versions());
-    OROCHI_RETURN_IF_ERROR(fit_workspace(**built, s));
     it = graphs.emplace(key_of(s), std::move(*built)).first;
     return it->second.get();
   }
@@ -160,7 +174,8 @@ bool CudnnAttention::compiled_with_frontend() { return true; }
 Status CudnnAttention::prepare(const AttentionShape& shape) {
   OROCHI_RETURN_IF_ERROR(check_shape(shape));
   OROCHI_RETURN_IF_ERROR(impl_->ensure_handle());
-  OROCHI_ASSIGN_OR_RETURN(attention_detail::SdpaPlan * plan, impl_->graph_for(shape, impl_->stream));
+  OROCHI_ASSIGN_OR_RETURN(attention_detail::SdpaPlan* plan, impl_->graph_for(shape, impl_->stream));
+  OROCHI_RETURN_IF_ERROR(impl_->fit_workspace(*plan, shape, impl_->stream));
   // Lazy module loading must not happen later inside the caller's capture.
   return attention_detail::warm_up_sdpa_plan(*plan, impl_->handle).with_context("cuDNN attention " + shape.to_string());
 }
@@ -172,7 +187,7 @@ Expected<size_t> CudnnAttention::workspace_bytes(int64_t S, int64_t heads, int64
 Expected<size_t> CudnnAttention::workspace_bytes(const AttentionShape& shape) {
   OROCHI_RETURN_IF_ERROR(check_shape(shape));
   OROCHI_RETURN_IF_ERROR(impl_->ensure_handle());
-  OROCHI_ASSIGN_OR_RETURN(attention_detail::SdpaPlan * plan, impl_->graph_for(shape, impl_->stream));
+  OROCHI_ASSIGN_OR_RETURN(attention_detail::SdpaPlan* plan, impl_->graph_for(shape, impl_->stream));
   return attention_detail::sdpa_plan_workspace_bytes(*plan);
 }
 
@@ -185,6 +200,8 @@ Status CudnnAttention::set_external_workspace(void* device_ptr, size_t bytes) {
                                                      std::to_string(attention_detail::sdpa_plan_workspace_bytes(*plan)) +
                                                      " workspace bytes, more than the " + std::to_string(bytes) +
                                                      " offered");
+  // Buffers no run() has used cannot be inside a captured CUDA graph: release them now.
+  if (device_ptr && !impl_->workspace_handed_out) impl_->free_internal_workspace();
   impl_->external = device_ptr != nullptr;
   impl_->external_ptr = device_ptr;
   impl_->external_bytes = bytes;
@@ -205,7 +222,9 @@ Status CudnnAttention::run(const void* q, const void* k, const void* v, void* o,
   OROCHI_RETURN_IF_ERROR(check_pointer(o, "o"));
   OROCHI_RETURN_IF_ERROR(impl_->ensure_handle());
   OROCHI_ASSIGN_OR_RETURN(const attention_detail::SdpaPlan* plan, impl_->graph_for(shape, stream));
+  OROCHI_RETURN_IF_ERROR(impl_->fit_workspace(*plan, shape, stream));
   OROCHI_RETURN_IF_ERROR(impl_->bind_stream(stream));
+  if (!impl_->external && impl_->workspace) impl_->workspace_handed_out = true;
   return attention_detail::execute_sdpa_plan(*plan, impl_->handle, q, k, v, o, impl_->workspace_ptr())
       .with_context("cuDNN attention " + shape.to_string());
 }

@@ -9,10 +9,11 @@
 // it can be captured into a CUDA graph; the first call for a shape (or prepare()) must happen
 // outside capture.
 //
-// Workspace: one device buffer, shared by every cached shape, sized to the largest need seen. It
-// grows only when a new shape needs more; the smaller buffer it replaces is kept until destruction
-// so that CUDA graphs captured earlier never point at freed memory. The planner can ask
-// workspace_bytes() ahead of time and hand over its own buffer with set_external_workspace().
+// Workspace: one device buffer, shared by every cached shape, sized to the largest need that
+// prepare() or run() has met. It grows only when a shape needs more; the buffer it replaces stays
+// allocated until destruction, so CUDA graphs captured earlier never point at freed memory. The
+// planner asks workspace_bytes() ahead of time (no allocation) and hands over a slice of its own
+// arena with set_external_workspace(); then nothing is allocated here.
 //
 // Not thread-safe: one instance per worker thread (and GPU). A CUDA graph that captured run() must
 // not outlive the instance.
@@ -57,16 +58,18 @@ class CudnnAttention {
   // kUnsupported with advice.
   static bool compiled_with_frontend();
 
-  // Builds and caches the graph for `shape`, grows the workspace if needed and loads its kernels,
-  // so that a later run() can be captured in a CUDA graph.
+  // Builds and caches the graph for `shape`, grows the internal workspace if needed and loads the
+  // kernels, so that a later run() of this shape can be captured in a CUDA graph.
   Status prepare(const AttentionShape& shape);
 
-  // Device workspace bytes run() needs for this shape (builds and caches its graph).
+  // Device workspace bytes run() needs for this shape. Builds and caches the graph (slow the first
+  // time: do it at planning), allocates nothing.
   Expected<size_t> workspace_bytes(int64_t S, int64_t heads, int64_t D);
   Expected<size_t> workspace_bytes(const AttentionShape& shape);
 
   // Uses caller-owned device memory as the workspace from now on (nullptr, 0 returns to the
-  // internal buffer). A shape that needs more than `bytes` then fails with the size it needs.
+  // internal buffer). Refused when a cached shape needs more than `bytes`; a shape built later
+  // that needs more fails in run() with the size it needs.
   Status set_external_workspace(void* device_ptr, size_t bytes);
 
   // Self-attention over one sequence: q, k, v, o are [S, heads, D] bf16 device pointers
