@@ -80,5 +80,16 @@ TEST(Tensor, ConvertsThroughBf16AndFp8WithScale) {
   EXPECT_THROW(t.data<uint16_t>(), InternalError);
 }
 
+TEST(Tensor, HostCopiesRefuseDeviceTensors) {
+  // A device buffer must never be read through host copies: clone/to/contiguous check first.
+  float fake[4] = {};
+  auto buffer = Buffer::wrap(fake, sizeof fake, nullptr, Device{DeviceKind::kCUDA, 0});
+  Tensor t = Tensor::from_buffer(buffer, 0, {2, 2}, DType::kF32);
+  EXPECT_THROW(t.clone(), InternalError);
+  EXPECT_THROW(t.to(DType::kBF16), InternalError);
+  EXPECT_THROW(t.slice(1, 0, 1).contiguous(), InternalError);
+  EXPECT_NO_THROW(t.view({4}));
+}
+
 }  // namespace
 }  // namespace orochi

@@ -121,6 +121,12 @@ void* Tensor::raw_data() const {
   return static_cast<char*>(buffer_->data()) + offset_;
 }
 
+void Tensor::require_host(const char* what) const {
+  // These copy on the host; a device tensor goes through its backend (cuda::download) instead.
+  OROCHI_CHECK(device().kind == DeviceKind::kCPU, what, "() on ", device_name(device()), " tensor ", describe(),
+               ": copy it to the host first");
+}
+
 void Tensor::check_element_type(size_t size, bool is_float, bool is_f32) const {
   OROCHI_CHECK(dtype_size(dtype_) == size && (!is_float || dtype_is_float(dtype_)) &&
                    (!is_f32 || dtype_ == DType::kF32),
@@ -165,6 +171,7 @@ Tensor Tensor::slice(int d, int64_t start, int64_t end) const {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
+  require_host("contiguous");
   Tensor out = empty(shape_, dtype_);
   out.scale_ = scale_;
   const size_t es = dtype_size(dtype_);
@@ -185,6 +192,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  require_host("clone");
   Tensor src = contiguous();
   Tensor out = empty(shape_, dtype_);
   out.scale_ = scale_;
@@ -193,6 +201,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+  require_host("to");
   if (dtype == dtype_) return clone();
   Tensor src = contiguous();
   const size_t n = static_cast<size_t>(numel());

@@ -99,6 +99,7 @@ class Tensor {
 
  private:
   void check_element_type(size_t size, bool is_float, bool is_f32) const;
+  void require_host(const char* what) const;
   std::shared_ptr<Buffer> buffer_;
   size_t offset_ = 0;  // bytes into buffer_
   Shape shape_;
