@@ -10,9 +10,9 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
-#include "core/random.h"
 #include "models/h3/flops.h"
 #include "pipeline/packed_layout.h"
+#include "pipeline/random_inputs.h"
 #include "pipeline/video_geometry.h"
 
 #ifdef OROCHI_WITH_CUDA
@@ -76,16 +76,7 @@ int run_bench(const std::vector<std::string>& argv) {
 #else
   // Random inputs: counter-based, so every run and machine times the same numbers.
   const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(*layout, 0.3f, 0.4f);
-  h3::H3Inputs in;
-  in.video = normal_tensor({layout->video_indices.numel(), config.video_patch_dim()}, *seed, 1);
-  in.audio = normal_tensor({layout->audio_indices.numel(), config.audio_in_channels}, *seed, 2);
-  in.text = normal_tensor({*text_rows, config.text_dim}, *seed, 3);
-  in.timestep_indices = ts.indices;
-  in.token_tags = layout->token_tags;
-  in.positions = layout->positions;
-  in.video_indices = layout->video_indices;
-  in.audio_indices = layout->audio_indices;
-  in.text_indices = layout->text_indices;
+  const h3::H3Inputs in = pipeline::random_h3_inputs(config, *layout, ts, static_cast<uint64_t>(*seed));
   const h3::gpu::RequestSize size{layout->rows, *text_rows, in.video.dim(0), in.audio.dim(0), ts.timesteps.numel()};
 
   size_t free_before = 0, total = 0;

@@ -10,10 +10,10 @@
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/format.h"
-#include "core/random.h"
 #include "models/h3/summary.h"
 #include "models/h3/transformer.h"
 #include "pipeline/packed_layout.h"
+#include "pipeline/random_inputs.h"
 #include "pipeline/video_geometry.h"
 #include "weights/model_folder.h"
 
@@ -120,16 +120,7 @@ int run_forward(const std::vector<std::string>& argv) {
   if (!layout) return fail(layout.status());
   const pipeline::RowTimesteps ts =
       pipeline::assign_row_timesteps(*layout, static_cast<float>(*t_video), static_cast<float>(*t_audio));
-  h3::H3Inputs in;
-  in.video = normal_tensor({layout->video_indices.numel(), config.video_patch_dim()}, *seed, 1);
-  in.audio = normal_tensor({layout->audio_indices.numel(), config.audio_in_channels}, *seed, 2);
-  in.text = normal_tensor({*text_rows, config.text_dim}, *seed, 3);
-  in.timestep_indices = ts.indices;
-  in.token_tags = layout->token_tags;
-  in.positions = layout->positions;
-  in.video_indices = layout->video_indices;
-  in.audio_indices = layout->audio_indices;
-  in.text_indices = layout->text_indices;
+  const h3::H3Inputs in = pipeline::random_h3_inputs(config, *layout, ts, static_cast<uint64_t>(*seed));
 
   // 3. AdaLN tables once, then the forward.
   const auto t_tables = Clock::now();
