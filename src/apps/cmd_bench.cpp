@@ -1,9 +1,13 @@
 // `orochi bench dit`: the H3 denoiser forward on one GPU with random weights of the real shapes
 // (no checkpoint), over the pipeline's packed t2va layout. Times forwards with CUDA events and
 // reports median, spread, achieved TFLOP/s against the measured H200 ceilings and peak memory.
+// --dump-outputs writes the last forward's outputs with its inputs and layout, so that
+// scripts/device/compare_h3_full.py can run diffusers on the same request and weights.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
 #include "pipeline/video_geometry.h"
+#include "weights/safetensors_writer.h"
 
 #ifdef OROCHI_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -39,15 +44,44 @@ Expected<Canvas> canvas_for(const std::string& res) {
   return invalid_argument("--res must be 480p or 768p, got '" + res + "'");
 }
 
+#ifdef OROCHI_WITH_CUDA
+// The request (rows, layout, timesteps) and the outputs of one forward, plus what regenerates the
+// weights (seed, layers: gpu_weights.cpp's counter-based init), for an outside comparison.
+Status dump_forward(const std::string& path, const h3::H3Inputs& in, const pipeline::RowTimesteps& ts,
+                    const h3::H3Outputs& out, const std::map<std::string, std::string>& metadata) {
+  Status s = weights::write_safetensors(path,
+                                        {{"video_out", out.video},                 // f32 [Nv, 96]
+                                         {"audio_out", out.audio},                 // f32 [Na, 32]
+                                         {"video_in", in.video},                   // f32 [Nv, 96]
+                                         {"audio_in", in.audio},                   // f32 [Na, 32]
+                                         {"text_in", in.text},                     // f32 [L, text_dim]
+                                         {"timesteps", ts.timesteps},              // f32 [n_t]
+                                         {"timestep_indices", in.timestep_indices},  // i64 [S]
+                                         {"token_tags", in.token_tags},            // i64 [S]
+                                         {"positions", in.positions},              // f32 [S, 3]
+                                         {"video_indices", in.video_indices},      // i64 [Nv]
+                                         {"audio_indices", in.audio_indices},      // i64 [Na]
+                                         {"text_indices", in.text_indices}},       // i64 [L]
+                                        metadata);
+  if (!s.is_ok())
+    return Status(s.code(), "--dump-outputs " + path + ": " + s.message() + " (is the folder there and writable?)");
+  return Status::ok();
+}
+#endif
+
 }  // namespace
 
 int run_bench(const std::vector<std::string>& argv) {
-  Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed"},
+  Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
+                                     "dump-outputs"},
                                     {"json", "profile"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
     return fail(invalid_argument("usage: orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
-                                 "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--json] [--profile]"));
+                                 "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 1] [--json] [--profile] "
+                                 "[--dump-outputs PATH]\n  --dump-outputs PATH: after the timed forwards, write the "
+                                 "last forward's video/audio outputs (f32) with its inputs, layout and timesteps to "
+                                 "the safetensors file PATH (for scripts/device/compare_h3_full.py)"));
   Expected<Canvas> canvas = canvas_for(args->get("res", "480p"));
   if (!canvas) return fail(canvas.status());
   Expected<int64_t> frames = args->get_int("frames", 124), text_rows = args->get_int("text-rows", 256);
@@ -59,6 +93,12 @@ int run_bench(const std::vector<std::string>& argv) {
     if (!s.is_ok()) return fail(s);
   if (*iters < 1 || *warmup < 0 || *layers < 1 || *text_rows < 1)
     return fail(invalid_argument("--iters, --layers and --text-rows must be >= 1, --warmup >= 0"));
+  const std::string dump_path = args->get("dump-outputs", "");
+  if (args->has("dump-outputs")) {
+    const std::filesystem::path parent = std::filesystem::absolute(dump_path).parent_path();
+    if (dump_path.empty() || !std::filesystem::is_directory(parent))
+      return fail(invalid_argument("--dump-outputs needs a file path in an existing folder, got '" + dump_path + "'"));
+  }
   Expected<pipeline::VideoGeometry> geometry = pipeline::video_geometry(canvas->width, canvas->height, *frames);
   if (!geometry) return fail(geometry.status());
 
@@ -75,7 +115,8 @@ int run_bench(const std::vector<std::string>& argv) {
   return fail(unsupported("`orochi bench dit` needs the CUDA backend: build on a machine with the CUDA toolkit"));
 #else
   // Random inputs: counter-based, so every run and machine times the same numbers.
-  const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(*layout, 0.3f, 0.4f);
+  constexpr float kTimestepVideo = 0.3f, kTimestepAudio = 0.4f;
+  const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(*layout, kTimestepVideo, kTimestepAudio);
   const h3::H3Inputs in = pipeline::random_h3_inputs(config, *layout, ts, static_cast<uint64_t>(*seed));
   const h3::gpu::RequestSize size{layout->rows, *text_rows, in.video.dim(0), in.audio.dim(0), ts.timesteps.numel()};
 
@@ -124,6 +165,15 @@ int run_bench(const std::vector<std::string>& argv) {
   bool finite = true;
   for (const Tensor* t : {&out->video, &out->audio})
     for (int64_t i = 0; i < t->numel(); ++i) finite &= std::isfinite(t->data<float>()[i]);
+  if (args->has("dump-outputs")) {
+    const std::map<std::string, std::string> metadata{
+        {"format", "orochi-h3-forward-dump-v1"}, {"res", args->get("res", "480p")},
+        {"frames", std::to_string(*frames)},     {"text_rows", std::to_string(*text_rows)},
+        {"layers", std::to_string(*layers)},     {"seed", std::to_string(*seed)},
+        {"weights", "h3::gpu::random_gpu_weights + random_adaln_source"}};
+    if (Status s = dump_forward(dump_path, in, ts, *out, metadata); !s.is_ok()) return fail(s);
+    std::fprintf(stderr, "[orochi] wrote the last forward's inputs and outputs to %s\n", dump_path.c_str());
+  }
 
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());

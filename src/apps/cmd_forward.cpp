@@ -3,13 +3,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/format.h"
+#include "apps/host_memory.h"
 #include "models/h3/summary.h"
 #include "models/h3/transformer.h"
 #include "pipeline/packed_layout.h"
@@ -43,17 +43,6 @@ Stats stats_of(const Tensor& t) {
   s.mean = sum / n;
   s.stddev = std::sqrt(std::max(0.0, sum2 / n - s.mean * s.mean));
   return s;
-}
-
-// Host RAM the OS says is available, from /proc/meminfo (0 if unknown).
-uint64_t available_ram_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (f >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
 }
 
 }  // namespace

@@ -9,5 +9,6 @@ namespace orochi::apps {
 int run_inspect(const std::vector<std::string>& args);
 int run_forward(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_generate(const std::vector<std::string>& args);
 
 }  // namespace orochi::apps

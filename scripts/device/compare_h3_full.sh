@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# On the device machine, in one call: `orochi bench dit` with --dump-outputs (our GPU forward, random
+# weights of the real shapes, bf16), then diffusers' MiniMaxH3Transformer3DModel on the same weights and
+# request (compare_h3_full.py); PASS when both outputs are within rel L2 1e-2.
+# Usage (device run, carry gpu-dist .whl): bash scripts/device/compare_h3_full.sh [480p] [768p]
+#   LAYERS=2 for a quick check (default 50, the released depth). The dumps (~17 MB at 480p, ~40 MB at
+#   768p) go to DUMP_DIR (default /tmp/h3_compare), not $OUT: they would not come back anyway.
+# Results: one JSON line per resolution in $OUT/compare_h3.jsonl; exit 1 if any FAIL.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+OUT="${OUT:-/tmp/out}"
+DUMP_DIR="${DUMP_DIR:-/tmp/h3_compare}"
+layers="${LAYERS:-50}"
+mkdir -p "$OUT" "$DUMP_DIR"
+# The diffusers wheel (and its missing needs) carried in .whl/, as run_h3_gpu.sh installs them.
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  && export PYTHONPATH=/tmp/site || exit 1
+
+status=0
+for res in "${@:-480p}"; do
+  dump="$DUMP_DIR/ours_$res.safetensors"
+  echo "== $res, $layers layers: orochi bench dit --dump-outputs"
+  if ! gpu-dist/orochi bench dit --res "$res" --layers "$layers" --iters 1 --warmup 0 --json --dump-outputs "$dump" \
+      2> "$OUT/compare_bench_$res.err" | tee -a "$OUT/compare_bench.jsonl"; then
+    tail -5 "$OUT/compare_bench_$res.err"
+    status=1
+    continue
+  fi
+  echo "== $res: diffusers on the same weights and request"
+  PYTHONUNBUFFERED=1 OUT="$OUT" python3 scripts/device/compare_h3_full.py --dump "$dump" --res "$res" --layers "$layers" \
+    2> "$OUT/compare_py_$res.err" || status=1
+  tail -4 "$OUT/compare_py_$res.err"
+done
+exit $status

@@ -1,0 +1,219 @@
+// `orochi generate [MODEL_DIR] [options]`: a MiniMax-H3 t2va run that writes an MP4 with its
+// soundtrack and a stage report next to it. Without MODEL_DIR it runs the built-in tiny demo model
+// (random weights) on the CPU, so a first-time user gets a file without a checkpoint.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "apps/args.h"
+#include "apps/commands.h"
+#include "apps/format.h"
+#include "apps/generate_report.h"
+#include "apps/host_memory.h"
+#include "apps/progress.h"
+#include "io/mp4.h"
+#include "io/output_file.h"
+#include "io/video_frames.h"
+#include "models/h3/denoiser.h"
+#include "models/h3/summary.h"
+#include "pipeline/t2va.h"
+#include "pipeline/t2va_models.h"
+#include "pipeline/text_features.h"
+#include "weights/model_folder.h"
+
+namespace orochi::apps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr uint64_t kDemoWeightSeed = 20261129;
+constexpr int64_t kDemoTextRows = 32;
+
+constexpr const char* kUsage =
+    "usage: orochi generate [MODEL_DIR] [options]\n"
+    "  MODEL_DIR              a diffusers-layout MiniMax-H3 folder (transformer/, vae/, audio_vae/);\n"
+    "                         without it: the built-in tiny demo model (random weights, CPU)\n"
+    "  --text-features FILE   safetensors with prompt_embeds [L, 5120] (needed with MODEL_DIR until the\n"
+    "                         Qwen3-VL conditioner lands); the demo uses random features\n"
+    "  --width W --height H   canvas, multiples of 32 (demo 320x192, checkpoint 1344x768)\n"
+    "  --frames F             17n + 5 frames at 24 fps (default 124 = 5.2 s)\n"
+    "  --steps N              denoiser evaluations (demo 8, checkpoint 20)\n"
+    "  --seed S               noise seed (default 0); the same seed gives the same video on any device\n"
+    "  --video-shift X --audio-shift Y   schedule shifts (default 12 and 3, the release's)\n"
+    "  --out PATH             the MP4 to write (default output.mp4); the report goes to PATH.json\n"
+    "  --crf Q                H.264 quality 0..51 (default 18)\n"
+    "  --json                 print the stage report as JSON on stdout\n"
+    "  --quiet                no progress lines\n";
+
+struct Options {
+  std::optional<std::string> model_dir, text_features;
+  int64_t width = 0, height = 0, frames = 0, steps = 0, seed = 0, crf = 18;
+  double video_shift = 0, audio_shift = 0;
+  std::string out;
+  bool json = false, quiet = false;
+};
+
+Expected<Options> parse_options(const std::vector<std::string>& argv) {
+  OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv,
+                                                 {"text-features", "width", "height", "frames", "steps", "seed",
+                                                  "video-shift", "audio-shift", "out", "crf", "prompt"},
+                                                 {"json", "quiet"}));
+  if (args.positionals().size() > 1)
+    return invalid_argument("generate takes at most one MODEL_DIR, got " + std::to_string(args.positionals().size()) +
+                            " positional arguments");
+  if (args.has("prompt"))
+    return unsupported("--prompt needs the Qwen3-VL conditioner, which is not wired into generate yet; pass the "
+                       "prompt's features with --text-features FILE (prompt_embeds [L, 5120] from diffusers' "
+                       "MiniMax-H3 text encoder step)");
+  Options o;
+  if (!args.positionals().empty()) o.model_dir = args.positionals()[0];
+  if (args.has("text-features")) o.text_features = args.get("text-features", "");
+  const bool demo = !o.model_dir;
+  OROCHI_ASSIGN_OR_RETURN(o.width, args.get_int("width", demo ? 320 : 1344));
+  OROCHI_ASSIGN_OR_RETURN(o.height, args.get_int("height", demo ? 192 : 768));
+  OROCHI_ASSIGN_OR_RETURN(o.frames, args.get_int("frames", 124));
+  OROCHI_ASSIGN_OR_RETURN(o.steps, args.get_int("steps", demo ? 8 : 20));
+  OROCHI_ASSIGN_OR_RETURN(o.seed, args.get_int("seed", 0));
+  OROCHI_ASSIGN_OR_RETURN(o.crf, args.get_int("crf", 18));
+  OROCHI_ASSIGN_OR_RETURN(o.video_shift, args.get_double("video-shift", pipeline::kH3VideoShift));
+  OROCHI_ASSIGN_OR_RETURN(o.audio_shift, args.get_double("audio-shift", pipeline::kH3AudioShift));
+  o.out = args.get("out", "output.mp4");
+  o.json = args.has("json");
+  o.quiet = args.has("quiet");
+  if (o.seed < 0) return invalid_argument("--seed must be >= 0");
+  if (o.crf < 0 || o.crf > 51) return invalid_argument("--crf must be in 0..51, got " + std::to_string(o.crf));
+  return o;
+}
+
+// Everything that can be refused before loading a weight: sizes, steps, output file, encoder.
+Status check_before_work(const Options& o) {
+  OROCHI_RETURN_IF_ERROR(pipeline::video_geometry(o.width, o.height, o.frames).status());
+  if (o.steps < 1 || o.steps > 1000) return invalid_argument("--steps must be in [1, 1000], got " + std::to_string(o.steps));
+  if (!io::mp4_supported())
+    return unsupported("this build cannot write MP4 (it was built without FFmpeg's libraries); run "
+                       "scripts/install_deps.sh, then rebuild with scripts/build.sh");
+  OROCHI_RETURN_IF_ERROR(io::check_output_path(o.out));
+  if (o.model_dir && !o.text_features)
+    return invalid_argument("a checkpoint needs conditioning: pass --text-features FILE (prompt_embeds from the "
+                            "Qwen3-VL text encoder); without MODEL_DIR the built-in demo model runs");
+  if (o.model_dir) {
+    // The CPU path holds every transformer weight in f32: refuse a model that cannot fit.
+    OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder folder, weights::ModelFolder::open(*o.model_dir + "/transformer"));
+    OROCHI_ASSIGN_OR_RETURN(h3::H3Config config, h3::H3Config::from_json(folder.config));
+    const uint64_t need = static_cast<uint64_t>(h3::summarize_config(config, DType::kF32).total.bytes);
+    const uint64_t have = available_ram_bytes();
+    if (have != 0 && need > have * 9 / 10)
+      return invalid_argument("the CPU path holds the transformer in f32: " + format_bytes(need) + " needed, " +
+                              format_bytes(have) + " of RAM available. The real MiniMax-H3 needs a GPU.");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int run_generate(const std::vector<std::string>& argv) {
+  for (const std::string& a : argv)
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  const auto t_start = Clock::now();
+  Expected<Options> opts = parse_options(argv);
+  if (!opts) return fail(opts.status());
+  if (Status s = check_before_work(*opts); !s.is_ok()) return fail(s);
+
+  // 1. Models.
+  const auto t_load = Clock::now();
+  pipeline::T2vaModels models;
+  if (opts->model_dir) {
+    Expected<pipeline::T2vaModels> loaded = pipeline::load_t2va_models(*opts->model_dir);
+    if (!loaded) return fail(loaded.status());
+    models = std::move(loaded).value();
+  } else {
+    models = pipeline::demo_t2va_models(kDemoWeightSeed);
+  }
+  GenerateReport report;
+  report.load_s = seconds_since(t_load);
+  report.model = models.name;
+  report.demo = models.demo;
+  report.output = opts->out;
+  if (!opts->quiet)
+    std::fprintf(stderr, "orochi generate: %s%s\n", models.name.c_str(),
+                 models.demo ? " -- the frames and sound are noise-like by design" : "");
+
+  // 2. Conditioning.
+  const auto t_text = Clock::now();
+  pipeline::T2vaRequest request;
+  request.width = opts->width;
+  request.height = opts->height;
+  request.frames = opts->frames;
+  request.steps = opts->steps;
+  request.seed = static_cast<uint64_t>(opts->seed);
+  request.video_shift = opts->video_shift;
+  request.audio_shift = opts->audio_shift;
+  if (opts->text_features) {
+    Expected<Tensor> features = pipeline::load_text_features(*opts->text_features, models.transformer.config.text_dim);
+    if (!features) return fail(features.status());
+    request.text_features = std::move(features).value();
+  } else {
+    request.text_features =
+        pipeline::random_text_features(kDemoTextRows, models.transformer.config.text_dim, request.seed);
+  }
+  report.text_s = seconds_since(t_text);
+  report.request = request;
+
+  // 3. Denoise and decode, with progress.
+  h3::CpuDenoiser denoiser(models.transformer);
+  report.device = denoiser.device_name();
+  std::optional<ProgressLine> line;
+  std::string line_stage;
+  auto on_progress = [&](const pipeline::T2vaProgress& p) {
+    if (line_stage != p.stage) {
+      line.emplace(p.stage, p.stage == "denoise" ? "step" : (p.stage == "video decode" ? "chunk" : "pass"),
+                   opts->quiet);
+      line_stage = p.stage;
+    }
+    line->update(p.done, p.total, p.seconds);
+  };
+  Expected<pipeline::T2vaResult> result =
+      pipeline::run_t2va(denoiser, models.video_vae, models.audio_vae, request, on_progress);
+  if (!result) return fail(result.status());
+
+  // 4. MP4 (H.264 + AAC), then the report next to it.
+  const auto t_encode = Clock::now();
+  Expected<io::VideoFrames> video = io::video_from_planar_floats(result->frames);
+  if (!video) return fail(video.status());
+  Expected<io::AudioTrack> audio = io::audio_from_planar_floats(result->waveform, result->sample_rate);
+  if (!audio) return fail(audio.status());
+  io::Mp4Options mp4;
+  mp4.crf = static_cast<int>(opts->crf);
+  if (Status s = io::write_mp4(opts->out, *video, &*audio, mp4); !s.is_ok()) return fail(s);
+  report.encode_s = seconds_since(t_encode);
+  report.result = std::move(result).value();
+  report.result.frames = Tensor();
+  report.result.waveform = Tensor();
+  report.host_peak_bytes = peak_rss_bytes();
+  report.e2e_s = seconds_since(t_start);
+
+  const nlohmann::json j = report_json(report);
+  const std::string report_path = report_path_for(opts->out);
+  const Status written = io::write_file_atomically(report_path, [&](std::ostream& os) {
+    os << j.dump(2) << "\n";
+    return os ? Status::ok() : io_error("writing " + report_path + " failed");
+  });
+  if (!written.is_ok()) return fail(written);
+  if (opts->json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("wrote %s (%lldx%lld, %lld frames at 24 fps, %.2f s, stereo AAC) and %s\n", opts->out.c_str(),
+                static_cast<long long>(video->width), static_cast<long long>(video->height),
+                static_cast<long long>(video->frames), video->duration_seconds(), report_path.c_str());
+    std::printf("%s", report_text(report).c_str());
+  }
+  return 0;
+}
+
+}  // namespace orochi::apps

@@ -1,0 +1,88 @@
+#include "apps/generate_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+#include "apps/format.h"
+
+namespace orochi::apps {
+namespace {
+
+struct StepStats {
+  double median = 0, min = 0, max = 0, total = 0;
+};
+StepStats step_stats(std::vector<double> s) {
+  StepStats st;
+  if (s.empty()) return st;
+  st.total = std::accumulate(s.begin(), s.end(), 0.0);
+  std::sort(s.begin(), s.end());
+  st.min = s.front();
+  st.max = s.back();
+  st.median = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  return st;
+}
+
+double pre_seconds(const GenerateReport& r) { return r.text_s + r.result.times.prepare_s; }
+double post_seconds(const GenerateReport& r) {
+  return r.result.times.video_decode_s + r.result.times.audio_decode_s + r.encode_s;
+}
+
+}  // namespace
+
+nlohmann::json report_json(const GenerateReport& r) {
+  const pipeline::T2vaResult& res = r.result;
+  const StepStats st = step_stats(res.times.step_s);
+  return nlohmann::json{
+      {"model", r.model},
+      {"demo", r.demo},
+      {"device", r.device},
+      {"output", r.output},
+      {"request",
+       {{"workflow", "t2va"}, {"width", res.geometry.width}, {"height", res.geometry.height},
+        {"frames", res.geometry.frames}, {"fps", 24}, {"steps", r.request.steps}, {"seed", r.request.seed},
+        {"video_shift", r.request.video_shift}, {"audio_shift", r.request.audio_shift}, {"text_rows", res.text_rows}}},
+      {"sizes",
+       {{"latent_frames", res.geometry.latent_frames}, {"latent_height", res.geometry.latent_height},
+        {"latent_width", res.geometry.latent_width}, {"audio_latents", res.geometry.audio_latents},
+        {"packed_rows", res.packed_rows}, {"table_timesteps", res.table_timesteps}}},
+      {"stages_s",
+       {{"load", r.load_s},
+        {"pre", pre_seconds(r)},
+        {"pre_detail", {{"text_features", r.text_s}, {"layout_noise_tables", res.times.prepare_s}}},
+        {"per_step", {{"median", st.median}, {"min", st.min}, {"max", st.max}, {"all", res.times.step_s}}},
+        {"denoise", st.total},
+        {"post", post_seconds(r)},
+        {"post_detail",
+         {{"video_decode", res.times.video_decode_s}, {"audio_decode", res.times.audio_decode_s},
+          {"encode", r.encode_s}}},
+        {"e2e", r.e2e_s}}},
+      {"peak_memory", {{"host_bytes", r.host_peak_bytes}, {"gpus", nlohmann::json::array()}}},
+  };
+}
+
+std::string report_text(const GenerateReport& r) {
+  const pipeline::T2vaResult& res = r.result;
+  const StepStats st = step_stats(res.times.step_s);
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "stage report (%s):\n"
+                "  load      %8.3f s\n"
+                "  pre       %8.3f s  (text features %.3f, layout + noise + AdaLN tables for %lld timesteps %.3f)\n"
+                "  per step  %8.3f s  median of %zu (min %.3f, max %.3f); denoise %.3f s\n"
+                "  post      %8.3f s  (video decode %.3f, audio decode %.3f, MP4 encode %.3f)\n"
+                "  e2e       %8.3f s\n"
+                "  peak host memory %s\n",
+                r.device.c_str(), r.load_s, pre_seconds(r), r.text_s, static_cast<long long>(res.table_timesteps),
+                res.times.prepare_s, st.median, res.times.step_s.size(), st.min, st.max, st.total, post_seconds(r),
+                res.times.video_decode_s, res.times.audio_decode_s, r.encode_s, r.e2e_s,
+                format_bytes(r.host_peak_bytes).c_str());
+  return buf;
+}
+
+std::string report_path_for(const std::string& video_path) {
+  return std::filesystem::path(video_path).replace_extension(".json").string();
+}
+
+}  // namespace orochi::apps

@@ -1,0 +1,56 @@
+// The MiniMax-H3 denoising loop (diffusers' MiniMaxH3DenoiseLoopWrapper: one forward per step, no
+// CFG): the video rows step down the video schedule and the audio rows down the audio schedule, in
+// lockstep; conditioning rows are never written. The AdaLN tables are built once, before the first
+// step, for every timestep any step uses.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/h3/denoiser.h"
+#include "pipeline/packed_layout.h"
+#include "pipeline/scheduler_h3.h"
+
+namespace orochi::pipeline {
+
+// Every step's row timesteps against one request-wide table.
+struct TimestepPlan {
+  Tensor timesteps;                   // f32 [n_t]: the distinct t of all steps, sorted ascending
+  std::vector<Tensor> step_indices;   // per step, i64 [S]: row -> index into `timesteps`
+  int64_t steps() const { return static_cast<int64_t>(step_indices.size()); }
+};
+// Steps = the shorter schedule's evaluations (they are equal unless a huge shift merged sigmas).
+TimestepPlan plan_timesteps(const PackedLayout& layout, const H3Schedule& video, const H3Schedule& audio);
+
+struct DenoiseRequest {
+  const PackedLayout* layout = nullptr;
+  const H3Schedule* video_schedule = nullptr;
+  const H3Schedule* audio_schedule = nullptr;
+  Tensor text;        // f32 [L, text_dim], the conditioner's features
+  Tensor video_rows;  // f32 [Nv, video_patch_dim]: conditioning rows, then the target's noise
+  Tensor audio_rows;  // f32 [Na, audio_in_channels]: the target's noise
+};
+
+struct StepProgress {
+  int64_t step = 0;   // 1-based, the step just finished
+  int64_t steps = 0;
+  double seconds = 0; // of this step
+};
+using StepCallback = std::function<void(const StepProgress&)>;
+
+struct DenoiseResult {
+  Tensor video_rows, audio_rows;  // the denoised rows, same shapes as the request's
+  double prepare_seconds = 0;     // AdaLN tables
+  std::vector<double> step_seconds;
+  int64_t table_timesteps = 0;
+};
+
+// Checks the request's shapes against the denoiser's config and the layout (shape_mismatch naming
+// the tensor), then runs every step.
+Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& request,
+                                const StepCallback& on_step = nullptr);
+
+}  // namespace orochi::pipeline

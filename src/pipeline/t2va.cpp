@@ -1,0 +1,131 @@
+#include "pipeline/t2va.h"
+
+#include <chrono>
+
+#include "core/random.h"
+#include "models/h3_audio_vae/decoder.h"
+#include "models/h3_video_vae/pixels.h"
+#include "models/h3_video_vae/temporal.h"
+#include "pipeline/denoise_loop.h"
+#include "pipeline/latent_packing.h"
+#include "pipeline/packed_layout.h"
+
+namespace orochi::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr int64_t kAudioChannels = 2;  // stereo, channel-major rows
+
+// [3, F, H, W] -> [F, 3, H, W], the frame-major layout the video writers take.
+Tensor frames_first(const Tensor& video) {
+  const int64_t C = video.dim(0), F = video.dim(1), plane = video.dim(2) * video.dim(3);
+  Tensor out = Tensor::empty({F, C, video.dim(2), video.dim(3)}, DType::kF32);
+  const float* src = video.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t f = 0; f < F; ++f)
+      std::copy(src + (c * F + f) * plane, src + (c * F + f + 1) * plane, dst + (f * C + c) * plane);
+  return out;
+}
+
+// The decode of h3vae::decode, chunk by chunk so progress can be reported.
+Expected<Tensor> decode_video(const h3vae::DecoderWeights& vae, const Tensor& latents,
+                              const T2vaProgressCallback& progress) {
+  OROCHI_RETURN_IF_ERROR(h3vae::validate_latents(vae.config, latents));
+  OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, h3vae::count_chunks(vae.config, latents.dim(1)));
+  const h3vae::DecodeOptions options;
+  std::vector<Tensor> clips;
+  for (int64_t i = 0; i < chunks; ++i) {
+    const auto t0 = Clock::now();
+    OROCHI_ASSIGN_OR_RETURN(Tensor clip, h3vae::decode_chunk(vae, latents, i, options));
+    clips.push_back(std::move(clip));
+    if (progress) progress({"video decode", i + 1, chunks, seconds_since(t0)});
+  }
+  return h3vae::assemble_chunks(vae.config, clips, options.blend_precision);
+}
+
+}  // namespace
+
+Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeights& video_vae,
+                              const h3_audio::AudioDecoderWeights& audio_vae, const T2vaRequest& request,
+                              const T2vaProgressCallback& progress) {
+  const h3::H3Config& config = denoiser.config();
+  OROCHI_ASSIGN_OR_RETURN(const VideoGeometry geometry,
+                          video_geometry(request.width, request.height, request.frames));
+  if (request.steps < 1 || request.steps > 1000)
+    return invalid_argument("steps must be in [1, 1000], got " + std::to_string(request.steps));
+  const Tensor& text = request.text_features;
+  if (!text.defined() || text.dtype() != DType::kF32 || text.ndim() != 2 || text.dim(0) < 1 ||
+      text.dim(1) != config.text_dim)
+    return shape_mismatch("text features must be f32 [L, " + std::to_string(config.text_dim) + "], got " +
+                          (text.defined() ? text.describe() : std::string("nothing")));
+
+  T2vaResult result;
+  result.geometry = geometry;
+  const auto t_prepare = Clock::now();
+  // Two schedules with one grid: N grid points give N - 1 evaluations.
+  OROCHI_ASSIGN_OR_RETURN(const H3Schedule video_schedule, make_h3_schedule(request.steps + 1, request.video_shift));
+  OROCHI_ASSIGN_OR_RETURN(const H3Schedule audio_schedule, make_h3_schedule(request.steps + 1, request.audio_shift));
+
+  LayoutRequest layout_request;
+  layout_request.text_rows = text.dim(0);
+  layout_request.latent_frames = geometry.latent_frames;
+  layout_request.latent_height = geometry.latent_height;
+  layout_request.latent_width = geometry.latent_width;
+  layout_request.audio_latents = geometry.audio_latents;
+  layout_request.audio_channels = kAudioChannels;
+  layout_request.patch_h = config.patch_size[1];
+  layout_request.patch_w = config.patch_size[2];
+  OROCHI_ASSIGN_OR_RETURN(const PackedLayout layout, build_packed_layout(layout_request));
+  result.packed_rows = layout.rows;
+  result.text_rows = text.dim(0);
+
+  // Noise as the pipeline draws it: the video as a latent tensor, then patchified; the audio
+  // directly in row layout.
+  const PatchSize patch{config.patch_size[0], config.patch_size[1], config.patch_size[2]};
+  const Tensor video_noise = normal_tensor(
+      {config.in_channels, geometry.latent_frames, geometry.latent_height, geometry.latent_width}, request.seed,
+      kVideoNoiseStream);  // [C, T, H, W]
+  DenoiseRequest denoise_request;
+  denoise_request.layout = &layout;
+  denoise_request.video_schedule = &video_schedule;
+  denoise_request.audio_schedule = &audio_schedule;
+  denoise_request.text = text;
+  OROCHI_ASSIGN_OR_RETURN(denoise_request.video_rows, patchify_video_latents(video_noise, patch));
+  denoise_request.audio_rows = normal_tensor({kAudioChannels * geometry.audio_latents, config.audio_in_channels},
+                                             request.seed, kAudioNoiseStream);  // [2A, C]
+  const double setup_s = seconds_since(t_prepare);
+
+  auto on_step = [&](const StepProgress& p) {
+    if (progress) progress({"denoise", p.step, p.steps, p.seconds});
+  };
+  OROCHI_ASSIGN_OR_RETURN(DenoiseResult denoised, denoise(denoiser, denoise_request, on_step));
+  result.times.prepare_s = setup_s + denoised.prepare_seconds;
+  result.times.step_s = denoised.step_seconds;
+  result.table_timesteps = denoised.table_timesteps;
+
+  // Video: unpack the target rows (t2va has no conditioning rows), denormalize, decode, to pixels.
+  const auto t_video = Clock::now();
+  OROCHI_ASSIGN_OR_RETURN(const Tensor latents,
+                          unpatchify_video_rows(denoised.video_rows, config.in_channels, geometry.latent_frames,
+                                                geometry.latent_height, geometry.latent_width, patch));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor denormalized, h3vae::denormalize_latents(video_vae.config, latents));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor decoded, decode_video(video_vae, denormalized, progress));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor pixels, h3vae::to_pixels(decoded));  // [3, F, H, W]
+  result.frames = frames_first(pixels);
+  result.times.video_decode_s = seconds_since(t_video);
+
+  // Audio: the channel-major rows are the mono VAE's batch of two.
+  const auto t_audio = Clock::now();
+  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_latents, audio_rows_to_batch(denoised.audio_rows, kAudioChannels));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_denormalized, h3_audio::denormalize(audio_vae.config, audio_latents));
+  OROCHI_ASSIGN_OR_RETURN(result.waveform, h3_audio::decode(audio_vae, audio_denormalized));  // [2, 800·A]
+  result.sample_rate = static_cast<int>(audio_vae.config.sampling_rate);
+  result.times.audio_decode_s = seconds_since(t_audio);
+  if (progress) progress({"audio decode", 1, 1, result.times.audio_decode_s});
+  return result;
+}
+
+}  // namespace orochi::pipeline

@@ -1,0 +1,64 @@
+// A MiniMax-H3 text-to-video-with-audio run, as diffusers' modular t2va pipeline runs it: packed
+// layout -> noise -> denoising loop (video shift 12, audio shift 3, one forward per step) -> unpack ->
+// video VAE decode (temporal chunks, spatial tiles) and audio VAE decode -> pixels and waveform.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/h3/denoiser.h"
+#include "models/h3_audio_vae/weights.h"
+#include "models/h3_video_vae/weights.h"
+#include "pipeline/scheduler_h3.h"
+#include "pipeline/video_geometry.h"
+
+namespace orochi::pipeline {
+
+struct T2vaRequest {
+  int64_t width = 0, height = 0, frames = 0;  // canvas multiple of 32 px; frames 17n + 5
+  int64_t steps = 8;                          // denoiser evaluations (diffusers' num_inference_steps - 1)
+  uint64_t seed = 0;                          // keys every noise tensor (counter-based: same on any device)
+  double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
+  Tensor text_features;                       // f32 [L, text_dim]
+};
+
+// Noise streams of a request's seed: the same (seed, stream, element) gives the same number on the
+// CPU, on a GPU and on any split across GPUs.
+inline constexpr uint64_t kVideoNoiseStream = 11;  // [C, T, H, W] latent layout, then patchified
+inline constexpr uint64_t kAudioNoiseStream = 12;  // [2A, C] channel-major rows
+
+// Progress of the long stages: "denoise" (per step), "video decode" (per temporal chunk), "audio
+// decode" (once). `done` of `total`, `seconds` of this unit of work.
+struct T2vaProgress {
+  std::string stage;
+  int64_t done = 0, total = 0;
+  double seconds = 0;
+};
+using T2vaProgressCallback = std::function<void(const T2vaProgress&)>;
+
+struct T2vaTimes {
+  double prepare_s = 0;  // layout, noise, AdaLN tables
+  std::vector<double> step_s;
+  double video_decode_s = 0, audio_decode_s = 0;
+};
+
+struct T2vaResult {
+  VideoGeometry geometry;
+  int64_t packed_rows = 0, text_rows = 0, table_timesteps = 0;
+  Tensor frames;    // f32 [F, 3, H, W], RGB in [0, 1]
+  Tensor waveform;  // f32 [2, 800·A] in [-1, 1], 32 kHz
+  int sample_rate = 32000;
+  T2vaTimes times;
+};
+
+// Checks the request (geometry errors name the nearest valid values; steps in [1, 1000]; text
+// features match the denoiser) before any work, then runs every stage.
+Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeights& video_vae,
+                              const h3_audio::AudioDecoderWeights& audio_vae, const T2vaRequest& request,
+                              const T2vaProgressCallback& progress = nullptr);
+
+}  // namespace orochi::pipeline

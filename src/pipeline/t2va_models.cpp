@@ -1,0 +1,170 @@
+#include "pipeline/t2va_models.h"
+
+#include <cmath>
+#include <filesystem>
+#include <string_view>
+
+#include "core/check.h"
+#include "core/random.h"
+
+namespace orochi::pipeline {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// N(mean, std) from the counter-based RNG; each tensor its own stream, so adding a parameter
+// never changes the others.
+Tensor normal_param(const Shape& shape, uint64_t seed, uint64_t stream, float mean, float stddev) {
+  Tensor t = normal_tensor(shape, seed, stream);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = mean + stddev * p[i];
+  return t;
+}
+
+float inverse_sqrt_fan_in(const Shape& shape) {
+  int64_t fan_in = 1;
+  for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
+  return 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(fan_in, 1)));
+}
+
+h3vae::VideoVaeConfig demo_video_config(const h3::H3Config& transformer) {
+  h3vae::VideoVaeConfig c;
+  c.latent_channels = transformer.in_channels;
+  c.decoder_num_layers = 2;
+  c.decoder_num_attention_heads = 2;
+  c.decoder_attention_head_dim = 16;
+  c.decoder_num_register_tokens = 2;
+  c.decoder_ffn_mult = 2;
+  c.latents_mean.assign(static_cast<size_t>(c.latent_channels), 0.0f);
+  c.latents_std.assign(static_cast<size_t>(c.latent_channels), 1.0f);
+  return c;
+}
+
+h3_audio::AudioVaeConfig demo_audio_config(const h3::H3Config& transformer) {
+  h3_audio::AudioVaeConfig c;
+  c.latent_channels = transformer.audio_in_channels;
+  c.latent_dim = 2 * c.latent_channels;
+  c.decoder_dim = 128;  // halved by each of the 7 stages: 64, 32, ..., 1 channel
+  c.resblock_kernel_sizes = {3};
+  c.resblock_dilation_sizes = {{1}};
+  c.latents_mean.assign(static_cast<size_t>(c.latent_channels), 0.0f);
+  c.latents_std.assign(static_cast<size_t>(c.latent_channels), 1.0f);
+  return c;
+}
+
+h3vae::DecoderWeights demo_video_weights(const h3vae::VideoVaeConfig& config, uint64_t seed) {
+  uint64_t stream = 1000;
+  auto source = [&](const h3vae::ParamSpec& spec) -> Expected<Tensor> {
+    const std::string& n = spec.name;
+    ++stream;
+    if (ends_with(n, "norm1.weight") || ends_with(n, "norm2.weight") || ends_with(n, "norm_out.weight"))
+      return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);
+    if (ends_with(n, "scale1") || ends_with(n, "scale2")) return normal_param(spec.shape, seed, stream, 0.5f, 0.1f);
+    if (ends_with(n, ".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.05f);
+    if (ends_with(n, "register_tokens")) return normal_param(spec.shape, seed, stream, 0.0f, 1.0f);
+    return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
+  };
+  Expected<h3vae::DecoderWeights> w = h3vae::assemble_decoder_weights(config, source);
+  OROCHI_CHECK(w.has_value(), w.status().to_string());
+  return std::move(w).value();
+}
+
+// A windowed-sinc half-band low-pass, so the demo's 2x resamplers behave like the real ones.
+Tensor demo_lowpass(const Shape& shape) {
+  Tensor t = Tensor::empty(shape, DType::kF32);
+  const int64_t taps = t.numel();
+  float* p = t.data<float>();
+  double sum = 0;
+  for (int64_t i = 0; i < taps; ++i) {
+    const double x = (static_cast<double>(i) - (taps - 1) / 2.0) * 0.5;  // cutoff at a quarter of the rate
+    const double sinc = x == 0 ? 1.0 : std::sin(M_PI * x) / (M_PI * x);
+    const double hann = 0.5 - 0.5 * std::cos(2 * M_PI * (i + 0.5) / taps);
+    p[i] = static_cast<float>(sinc * hann);
+    sum += p[i];
+  }
+  for (int64_t i = 0; i < taps; ++i) p[i] = static_cast<float>(p[i] / sum);
+  return t;
+}
+
+h3_audio::AudioDecoderWeights demo_audio_weights(const h3_audio::AudioVaeConfig& config, uint64_t seed) {
+  uint64_t stream = 5000;
+  auto source = [&](const h3_audio::TensorSpec& spec) -> Expected<Tensor> {
+    const std::string& n = spec.name;
+    ++stream;
+    if (ends_with(n, ".filter")) return demo_lowpass(spec.shape);
+    if (ends_with(n, ".alpha") || ends_with(n, ".beta")) return normal_param(spec.shape, seed, stream, 0.0f, 0.1f);
+    if (ends_with(n, ".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.02f);
+    // Weight norm makes each output filter's norm g: about 1 keeps the signal's scale, and the
+    // last convolution is quieter so the demo's soundtrack is not a full-scale roar.
+    if (ends_with(n, ".weight_g"))
+      return normal_param(spec.shape, seed, stream, n.rfind("decoder.conv_post", 0) == 0 ? 0.2f : 1.0f, 0.0f);
+    return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
+  };
+  Expected<h3_audio::AudioDecoderWeights> w = h3_audio::assemble_decoder(config, source);
+  OROCHI_CHECK(w.has_value(), w.status().to_string());
+  return std::move(w).value();
+}
+
+}  // namespace
+
+T2vaModels demo_t2va_models(uint64_t seed) {
+  T2vaModels m;
+  m.name = "built-in tiny demo model (random weights)";
+  m.demo = true;
+  m.transformer = h3::random_weights(h3::H3Config::tiny_demo(), seed);
+  m.video_vae = demo_video_weights(demo_video_config(m.transformer.config), seed);
+  m.audio_vae = demo_audio_weights(demo_audio_config(m.transformer.config), seed);
+  return m;
+}
+
+Expected<T2vaModels> load_t2va_models(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec))
+    return not_found(root + " is not a folder; pass the root of a diffusers-layout MiniMax-H3 checkpoint "
+                            "(the folder holding transformer/, vae/ and audio_vae/)");
+  const struct {
+    const char* folder;
+    const char* holds;
+  } parts[] = {{"transformer", "the denoiser"}, {"vae", "the video VAE"}, {"audio_vae", "the audio VAE"}};
+  for (const auto& part : parts)
+    if (!fs::is_directory(fs::path(root) / part.folder, ec))
+      return not_found(root + " has no " + part.folder + "/ folder (" + part.holds +
+                       "); a diffusers-layout MiniMax-H3 checkpoint has transformer/, vae/ and audio_vae/");
+  T2vaModels m;
+  m.name = root;
+  OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::load_weights((fs::path(root) / "transformer").string()));
+  OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights((fs::path(root) / "vae").string()));
+  OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder((fs::path(root) / "audio_vae").string()));
+  OROCHI_RETURN_IF_ERROR(check_t2va_models(m));
+  return m;
+}
+
+Status check_t2va_models(const T2vaModels& m) {
+  const h3::H3Config& t = m.transformer.config;
+  const h3vae::VideoVaeConfig& v = m.video_vae.config;
+  const h3_audio::AudioVaeConfig& a = m.audio_vae.config;
+  auto mismatch = [](const std::string& what) {
+    return unsupported(what + "; the transformer and the VAEs must come from one MiniMax-H3 checkpoint");
+  };
+  if (t.in_channels != v.latent_channels)
+    return mismatch("the transformer denoises " + std::to_string(t.in_channels) + " video latent channels, the video "
+                    "VAE decodes " + std::to_string(v.latent_channels));
+  if (t.audio_in_channels != a.latent_channels)
+    return mismatch("the transformer denoises " + std::to_string(t.audio_in_channels) + " audio latent channels, "
+                    "the audio VAE decodes " + std::to_string(a.latent_channels));
+  if (v.spatial_ratio != 16 || v.temporal_ratio != 4 || v.clip_length != 17 || v.token_drop != 3 ||
+      t.patch_size[0] != 1 || t.patch_size[1] != 2 || t.patch_size[2] != 2)
+    return mismatch("the pipeline's geometry is 16x spatial / 4x temporal VAE compression with 17-frame clips and "
+                    "(1, 2, 2) patches");
+  if (a.hop_length() != 800 || a.sampling_rate != 32000)
+    return mismatch("the pipeline's audio is 32 kHz at 800 samples per latent, the audio VAE has " +
+                    std::to_string(a.sampling_rate) + " Hz and " + std::to_string(a.hop_length()));
+  if (a.latents_mean.empty() || a.latents_std.empty())
+    return mismatch("the audio VAE's config.json has no latents_mean / latents_std");
+  return Status::ok();
+}
+
+}  // namespace orochi::pipeline

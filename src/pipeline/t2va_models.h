@@ -1,0 +1,39 @@
+// The three models a t2va run decodes with on the CPU: the H3 denoiser, the video VAE decoder and
+// the audio VAE decoder, either loaded from a diffusers-layout pipeline folder or generated (the
+// built-in tiny demo model, so a first-time user gets a video without a checkpoint).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "models/h3/weights.h"
+#include "models/h3_audio_vae/weights.h"
+#include "models/h3_video_vae/weights.h"
+
+namespace orochi::pipeline {
+
+struct T2vaModels {
+  std::string name;  // what produced the weights, for reports
+  bool demo = false;
+  h3::H3Weights transformer;
+  h3vae::DecoderWeights video_vae;
+  h3_audio::AudioDecoderWeights audio_vae;
+};
+
+// The built-in demo: H3Config::tiny_demo with VAEs of the real geometry (16x spatial, 4x temporal,
+// 17-frame clips, 32 kHz audio at 800 samples per latent) but a few channels wide; random weights
+// drawn from `seed`. Decodes a 5 s clip in seconds on a laptop CPU. The output is noise-like: the
+// weights are random, the pipeline around them is the real one.
+T2vaModels demo_t2va_models(uint64_t seed);
+
+// Loads `root`/transformer, `root`/vae and `root`/audio_vae (diffusers layout). A missing folder is
+// not_found naming it and what it holds.
+Expected<T2vaModels> load_t2va_models(const std::string& root);
+
+// The three agree where they meet: the denoiser's video channels (in_channels) are the video VAE's
+// latent channels, its audio channels the audio VAE's; the VAE geometry is the pipeline's (16x
+// spatial = 2x2 patches over 32 px, 4x temporal, 800 samples per latent at 32 kHz).
+Status check_t2va_models(const T2vaModels& models);
+
+}  // namespace orochi::pipeline
