@@ -96,10 +96,11 @@ TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
     EXPECT_TENSOR_CLOSE(out->video_rows, golden_tensor(*golden_, p + "video_rows." + std::to_string(k)), 1e-5);
     EXPECT_TENSOR_CLOSE(out->audio_rows, golden_tensor(*golden_, p + "audio_rows." + std::to_string(k)), 1e-5);
     // Conditioning rows are carried through untouched, bit for bit.
-    if (layout->condition_video_rows > 0)
+    if (layout->condition_video_rows > 0) {
       EXPECT_EQ(std::memcmp(out->video_rows.data<float>(), rows.data<float>(),
                             layout->condition_video_rows * rows.dim(1) * sizeof(float)),
                 0);
+    }
     if (k == kSteps) {
       const Tensor final_target = out->video_rows.slice(0, layout->condition_video_rows, out->video_rows.dim(0));
       Expected<Tensor> latents = pipeline::unpatchify_video_rows(final_target.contiguous(), 4, 3, 4, 6, patch);

@@ -11,12 +11,12 @@ if [ ! -f "$build/build.ninja" ]; then
   PATH="$PATH:/usr/local/cuda/bin" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DOROCHI_CUDA=ON -DOROCHI_FFMPEG=OFF -DOROCHI_CUDNN_FRONTEND_INCLUDE="$cfe_include" >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)" --target orochi ${OROCHI_GPU_TARGETS:-}
+# The binary and every GPU test (tests/cuda/test_*.cpp).
+gpu_tests=$(cd "$root/tests/cuda" && ls test_*.cpp | sed 's/\.cpp$//')
+cmake --build "$build" -j "$(nproc)" --target orochi $gpu_tests
 dist="$root/gpu-dist"
 rm -rf "$dist" && mkdir -p "$dist"
 cp "$build/orochi" "$dist/"
-for t in "$build"/tests/test_cuda_* "$build"/tests/test_h3_gpu; do
-  [ -x "$t" ] && cp "$t" "$dist/"
-done
+for t in $gpu_tests; do cp "$build/tests/$t" "$dist/"; done
 strip --strip-debug "$dist"/* 2>/dev/null || true
 du -sh "$dist"

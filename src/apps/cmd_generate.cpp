@@ -2,6 +2,8 @@
 // soundtrack and a stage report next to it. Without MODEL_DIR it runs the built-in tiny demo model
 // (random weights) on the CPU, so a first-time user gets a file without a checkpoint.
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "apps/commands.h"
 #include "apps/format.h"
 #include "apps/generate_report.h"
+#include "apps/gpu_t2va.h"
 #include "apps/host_memory.h"
 #include "apps/progress.h"
 #include "io/mp4.h"
@@ -18,6 +21,7 @@
 #include "io/video_frames.h"
 #include "models/h3/denoiser.h"
 #include "models/h3/summary.h"
+#include "pipeline/decoders.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
 #include "pipeline/text_features.h"
@@ -30,7 +34,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr uint64_t kDemoWeightSeed = 20261129;
-constexpr int64_t kDemoTextRows = 32;
 
 constexpr const char* kUsage =
     "usage: orochi generate [MODEL_DIR] [options]\n"
@@ -45,6 +48,13 @@ constexpr const char* kUsage =
     "  --video-shift X --audio-shift Y   schedule shifts (default 12 and 3, the release's)\n"
     "  --out PATH             the MP4 to write (default output.mp4); the report goes to PATH.json\n"
     "  --crf Q                H.264 quality 0..51 (default 18)\n"
+    "  --device D             cpu, cuda or cuda:N (default: cpu for the demo, cuda:0 for a checkpoint in\n"
+    "                         a CUDA build)\n"
+    "  --random-weights       the released shapes (33 B denoiser, 2.4 B video VAE, 151 M audio VAE) with\n"
+    "                         random weights generated on the GPU: the full-size pipeline without a\n"
+    "                         checkpoint, for benchmarks (needs --device cuda)\n"
+    "  --text-rows L          rows of random text features when there is no --text-features (demo 32,\n"
+    "                         --random-weights 256)\n"
     "  --json                 print the stage report as JSON on stdout\n"
     "  --quiet                no progress lines\n";
 
@@ -52,15 +62,19 @@ struct Options {
   std::optional<std::string> model_dir, text_features;
   int64_t width = 0, height = 0, frames = 0, steps = 0, seed = 0, crf = 18;
   double video_shift = 0, audio_shift = 0;
-  std::string out;
-  bool json = false, quiet = false;
+  std::string out, device;
+  int64_t text_rows = 0;
+  bool json = false, quiet = false, random_weights = false;
+  bool on_gpu() const { return device.rfind("cuda", 0) == 0; }
+  int gpu_index() const { return device.size() > 5 ? std::atoi(device.c_str() + 5) : 0; }
 };
 
 Expected<Options> parse_options(const std::vector<std::string>& argv) {
   OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv,
                                                  {"text-features", "width", "height", "frames", "steps", "seed",
-                                                  "video-shift", "audio-shift", "out", "crf", "prompt"},
-                                                 {"json", "quiet"}));
+                                                  "video-shift", "audio-shift", "out", "crf", "prompt", "device",
+                                                  "text-rows"},
+                                                 {"json", "quiet", "random-weights"}));
   if (args.positionals().size() > 1)
     return invalid_argument("generate takes at most one MODEL_DIR, got " + std::to_string(args.positionals().size()) +
                             " positional arguments");
@@ -71,7 +85,24 @@ Expected<Options> parse_options(const std::vector<std::string>& argv) {
   Options o;
   if (!args.positionals().empty()) o.model_dir = args.positionals()[0];
   if (args.has("text-features")) o.text_features = args.get("text-features", "");
-  const bool demo = !o.model_dir;
+  o.random_weights = args.has("random-weights");
+  if (o.random_weights && o.model_dir)
+    return invalid_argument("--random-weights replaces MODEL_DIR's weights; pass one or the other");
+  const bool demo = !o.model_dir && !o.random_weights;
+#ifdef OROCHI_WITH_CUDA
+  o.device = args.get("device", demo ? "cpu" : "cuda:0");
+#else
+  o.device = args.get("device", "cpu");
+#endif
+  if (o.device == "cuda") o.device = "cuda:0";
+  const bool valid_gpu = o.device.rfind("cuda:", 0) == 0 && o.device.size() > 5 &&
+                         o.device.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (o.device != "cpu" && !valid_gpu)
+    return invalid_argument("--device must be cpu, cuda or cuda:N, got '" + o.device + "'");
+  if (o.random_weights && !o.on_gpu())
+    return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");
+  OROCHI_ASSIGN_OR_RETURN(o.text_rows, args.get_int("text-rows", o.random_weights ? 256 : 32));
+  if (o.text_rows < 1 || o.text_rows > 65536) return invalid_argument("--text-rows must be in [1, 65536]");
   OROCHI_ASSIGN_OR_RETURN(o.width, args.get_int("width", demo ? 320 : 1344));
   OROCHI_ASSIGN_OR_RETURN(o.height, args.get_int("height", demo ? 192 : 768));
   OROCHI_ASSIGN_OR_RETURN(o.frames, args.get_int("frames", 124));
@@ -99,7 +130,7 @@ Status check_before_work(const Options& o) {
   if (o.model_dir && !o.text_features)
     return invalid_argument("a checkpoint needs conditioning: pass --text-features FILE (prompt_embeds from the "
                             "Qwen3-VL text encoder); without MODEL_DIR the built-in demo model runs");
-  if (o.model_dir) {
+  if (o.model_dir && !o.on_gpu()) {
     // The CPU path holds every transformer weight in f32: refuse a model that cannot fit.
     OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder folder, weights::ModelFolder::open(*o.model_dir + "/transformer"));
     OROCHI_ASSIGN_OR_RETURN(h3::H3Config config, h3::H3Config::from_json(folder.config));
@@ -125,26 +156,29 @@ int run_generate(const std::vector<std::string>& argv) {
   if (!opts) return fail(opts.status());
   if (Status s = check_before_work(*opts); !s.is_ok()) return fail(s);
 
-  // 1. Models.
+  // 1. Models on the host (a checkpoint or the demo); --random-weights makes them on the GPU instead.
   const auto t_load = Clock::now();
   pipeline::T2vaModels models;
+  h3::H3Config transformer_config;  // the released one, for --random-weights
   if (opts->model_dir) {
     Expected<pipeline::T2vaModels> loaded = pipeline::load_t2va_models(*opts->model_dir);
     if (!loaded) return fail(loaded.status());
     models = std::move(loaded).value();
-  } else {
+  } else if (!opts->random_weights) {
     models = pipeline::demo_t2va_models(kDemoWeightSeed);
+  } else {
+    models.name = "MiniMax-H3 released shapes with random weights (generated on the GPU, not a checkpoint)";
   }
+  if (!opts->random_weights) transformer_config = models.transformer.config;
   GenerateReport report;
-  report.load_s = seconds_since(t_load);
   report.model = models.name;
   report.demo = models.demo;
   report.output = opts->out;
   if (!opts->quiet)
     std::fprintf(stderr, "orochi generate: %s%s\n", models.name.c_str(),
-                 models.demo ? " -- the frames and sound are noise-like by design" : "");
+                 models.demo || opts->random_weights ? " -- the frames and sound are noise-like by design" : "");
 
-  // 2. Conditioning.
+  // 2. Conditioning and the request's plan (sizes every GPU buffer).
   const auto t_text = Clock::now();
   pipeline::T2vaRequest request;
   request.width = opts->width;
@@ -155,19 +189,36 @@ int run_generate(const std::vector<std::string>& argv) {
   request.video_shift = opts->video_shift;
   request.audio_shift = opts->audio_shift;
   if (opts->text_features) {
-    Expected<Tensor> features = pipeline::load_text_features(*opts->text_features, models.transformer.config.text_dim);
+    Expected<Tensor> features = pipeline::load_text_features(*opts->text_features, transformer_config.text_dim);
     if (!features) return fail(features.status());
     request.text_features = std::move(features).value();
   } else {
-    request.text_features =
-        pipeline::random_text_features(kDemoTextRows, models.transformer.config.text_dim, request.seed);
+    request.text_features = pipeline::random_text_features(opts->text_rows, transformer_config.text_dim, request.seed);
   }
   report.text_s = seconds_since(t_text);
   report.request = request;
+  Expected<pipeline::T2vaPlan> plan = pipeline::plan_t2va(transformer_config, request);
+  if (!plan) return fail(plan.status());
 
-  // 3. Denoise and decode, with progress.
-  h3::CpuDenoiser denoiser(models.transformer);
-  report.device = denoiser.device_name();
+  // 3. The denoiser and decoders on the chosen device, then denoise and decode, with progress.
+  std::unique_ptr<h3::Denoiser> denoiser;
+  std::unique_ptr<pipeline::VideoDecoder> video_decoder;
+  std::unique_ptr<pipeline::AudioDecoder> audio_decoder;
+  if (opts->on_gpu()) {
+    Expected<GpuT2va> gpu = opts->random_weights
+                                ? gpu_t2va_random(transformer_config, opts->gpu_index(), *plan, kDemoWeightSeed)
+                                : gpu_t2va_from_host(models, opts->gpu_index(), *plan);
+    if (!gpu) return fail(gpu.status());
+    denoiser = std::move(gpu->denoiser);
+    video_decoder = std::move(gpu->video);
+    audio_decoder = std::move(gpu->audio);
+  } else {
+    denoiser = std::make_unique<h3::CpuDenoiser>(models.transformer);
+    video_decoder = std::make_unique<pipeline::CpuVideoDecoder>(models.video_vae);
+    audio_decoder = std::make_unique<pipeline::CpuAudioDecoder>(models.audio_vae);
+  }
+  report.load_s = seconds_since(t_load) - report.text_s;
+  report.device = denoiser->device_name();
   std::optional<ProgressLine> line;
   std::string line_stage;
   auto on_progress = [&](const pipeline::T2vaProgress& p) {
@@ -179,8 +230,9 @@ int run_generate(const std::vector<std::string>& argv) {
     line->update(p.done, p.total, p.seconds);
   };
   Expected<pipeline::T2vaResult> result =
-      pipeline::run_t2va(denoiser, models.video_vae, models.audio_vae, request, on_progress);
+      pipeline::run_t2va(*denoiser, *video_decoder, *audio_decoder, request, on_progress);
   if (!result) return fail(result.status());
+  if (opts->on_gpu()) report.gpu_memory.push_back(gpu_memory_report(opts->gpu_index()));
 
   // 4. MP4 (H.264 + AAC), then the report next to it.
   const auto t_encode = Clock::now();

@@ -58,7 +58,7 @@ nlohmann::json report_json(const GenerateReport& r) {
          {{"video_decode", res.times.video_decode_s}, {"audio_decode", res.times.audio_decode_s},
           {"encode", r.encode_s}}},
         {"e2e", r.e2e_s}}},
-      {"peak_memory", {{"host_bytes", r.host_peak_bytes}, {"gpus", nlohmann::json::array()}}},
+      {"peak_memory", {{"host_bytes", r.host_peak_bytes}, {"gpus", r.gpu_memory}}},
   };
 }
 

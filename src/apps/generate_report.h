@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "pipeline/t2va.h"
 
@@ -17,6 +18,7 @@ struct GenerateReport {
   pipeline::T2vaResult result;  // geometry, sizes and stage times (tensors are not reported)
   double load_s = 0, text_s = 0, encode_s = 0, e2e_s = 0;
   uint64_t host_peak_bytes = 0;
+  std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
 };
 
 nlohmann::json report_json(const GenerateReport& report);

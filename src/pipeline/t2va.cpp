@@ -5,7 +5,6 @@
 #include "core/random.h"
 #include "models/h3_audio_vae/decoder.h"
 #include "models/h3_video_vae/pixels.h"
-#include "models/h3_video_vae/temporal.h"
 #include "pipeline/denoise_loop.h"
 #include "pipeline/latent_packing.h"
 #include "pipeline/packed_layout.h"
@@ -30,30 +29,11 @@ Tensor frames_first(const Tensor& video) {
   return out;
 }
 
-// The decode of h3vae::decode, chunk by chunk so progress can be reported.
-Expected<Tensor> decode_video(const h3vae::DecoderWeights& vae, const Tensor& latents,
-                              const T2vaProgressCallback& progress) {
-  OROCHI_RETURN_IF_ERROR(h3vae::validate_latents(vae.config, latents));
-  OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, h3vae::count_chunks(vae.config, latents.dim(1)));
-  const h3vae::DecodeOptions options;
-  std::vector<Tensor> clips;
-  for (int64_t i = 0; i < chunks; ++i) {
-    const auto t0 = Clock::now();
-    OROCHI_ASSIGN_OR_RETURN(Tensor clip, h3vae::decode_chunk(vae, latents, i, options));
-    clips.push_back(std::move(clip));
-    if (progress) progress({"video decode", i + 1, chunks, seconds_since(t0)});
-  }
-  return h3vae::assemble_chunks(vae.config, clips, options.blend_precision);
-}
-
 }  // namespace
 
-Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeights& video_vae,
-                              const h3_audio::AudioDecoderWeights& audio_vae, const T2vaRequest& request,
-                              const T2vaProgressCallback& progress) {
-  const h3::H3Config& config = denoiser.config();
-  OROCHI_ASSIGN_OR_RETURN(const VideoGeometry geometry,
-                          video_geometry(request.width, request.height, request.frames));
+Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaRequest& request) {
+  T2vaPlan plan;
+  OROCHI_ASSIGN_OR_RETURN(plan.geometry, video_geometry(request.width, request.height, request.frames));
   if (request.steps < 1 || request.steps > 1000)
     return invalid_argument("steps must be in [1, 1000], got " + std::to_string(request.steps));
   const Tensor& text = request.text_features;
@@ -61,26 +41,36 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeight
       text.dim(1) != config.text_dim)
     return shape_mismatch("text features must be f32 [L, " + std::to_string(config.text_dim) + "], got " +
                           (text.defined() ? text.describe() : std::string("nothing")));
-
-  T2vaResult result;
-  result.geometry = geometry;
-  const auto t_prepare = Clock::now();
   // Two schedules with one grid: N grid points give N - 1 evaluations.
-  OROCHI_ASSIGN_OR_RETURN(const H3Schedule video_schedule, make_h3_schedule(request.steps + 1, request.video_shift));
-  OROCHI_ASSIGN_OR_RETURN(const H3Schedule audio_schedule, make_h3_schedule(request.steps + 1, request.audio_shift));
-
+  OROCHI_ASSIGN_OR_RETURN(plan.video_schedule, make_h3_schedule(request.steps + 1, request.video_shift));
+  OROCHI_ASSIGN_OR_RETURN(plan.audio_schedule, make_h3_schedule(request.steps + 1, request.audio_shift));
   LayoutRequest layout_request;
   layout_request.text_rows = text.dim(0);
-  layout_request.latent_frames = geometry.latent_frames;
-  layout_request.latent_height = geometry.latent_height;
-  layout_request.latent_width = geometry.latent_width;
-  layout_request.audio_latents = geometry.audio_latents;
+  layout_request.latent_frames = plan.geometry.latent_frames;
+  layout_request.latent_height = plan.geometry.latent_height;
+  layout_request.latent_width = plan.geometry.latent_width;
+  layout_request.audio_latents = plan.geometry.audio_latents;
   layout_request.audio_channels = kAudioChannels;
   layout_request.patch_h = config.patch_size[1];
   layout_request.patch_w = config.patch_size[2];
-  OROCHI_ASSIGN_OR_RETURN(const PackedLayout layout, build_packed_layout(layout_request));
+  OROCHI_ASSIGN_OR_RETURN(plan.layout, build_packed_layout(layout_request));
+  plan.table_timesteps = plan_timesteps(plan.layout, plan.video_schedule, plan.audio_schedule).timesteps.numel();
+  return plan;
+}
+
+Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
+                              const T2vaRequest& request, const T2vaProgressCallback& progress) {
+  const h3::H3Config& config = denoiser.config();
+  const auto t_prepare = Clock::now();
+  OROCHI_ASSIGN_OR_RETURN(const T2vaPlan plan, plan_t2va(config, request));
+  const VideoGeometry& geometry = plan.geometry;
+  const PackedLayout& layout = plan.layout;
+  const H3Schedule& video_schedule = plan.video_schedule;
+  const H3Schedule& audio_schedule = plan.audio_schedule;
+  T2vaResult result;
+  result.geometry = geometry;
   result.packed_rows = layout.rows;
-  result.text_rows = text.dim(0);
+  result.text_rows = request.text_features.dim(0);
 
   // Noise as the pipeline draws it: the video as a latent tensor, then patchified; the audio
   // directly in row layout.
@@ -92,7 +82,7 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeight
   denoise_request.layout = &layout;
   denoise_request.video_schedule = &video_schedule;
   denoise_request.audio_schedule = &audio_schedule;
-  denoise_request.text = text;
+  denoise_request.text = request.text_features;
   OROCHI_ASSIGN_OR_RETURN(denoise_request.video_rows, patchify_video_latents(video_noise, patch));
   denoise_request.audio_rows = normal_tensor({kAudioChannels * geometry.audio_latents, config.audio_in_channels},
                                              request.seed, kAudioNoiseStream);  // [2A, C]
@@ -111,8 +101,11 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeight
   OROCHI_ASSIGN_OR_RETURN(const Tensor latents,
                           unpatchify_video_rows(denoised.video_rows, config.in_channels, geometry.latent_frames,
                                                 geometry.latent_height, geometry.latent_width, patch));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor denormalized, h3vae::denormalize_latents(video_vae.config, latents));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor decoded, decode_video(video_vae, denormalized, progress));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor denormalized, h3vae::denormalize_latents(video_vae.config(), latents));
+  auto on_chunk = [&](int64_t done, int64_t total, double seconds) {
+    if (progress) progress({"video decode", done, total, seconds});
+  };
+  OROCHI_ASSIGN_OR_RETURN(const Tensor decoded, video_vae.decode(denormalized, on_chunk));
   OROCHI_ASSIGN_OR_RETURN(const Tensor pixels, h3vae::to_pixels(decoded));  // [3, F, H, W]
   result.frames = frames_first(pixels);
   result.times.video_decode_s = seconds_since(t_video);
@@ -120,9 +113,9 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeight
   // Audio: the channel-major rows are the mono VAE's batch of two.
   const auto t_audio = Clock::now();
   OROCHI_ASSIGN_OR_RETURN(const Tensor audio_latents, audio_rows_to_batch(denoised.audio_rows, kAudioChannels));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_denormalized, h3_audio::denormalize(audio_vae.config, audio_latents));
-  OROCHI_ASSIGN_OR_RETURN(result.waveform, h3_audio::decode(audio_vae, audio_denormalized));  // [2, 800·A]
-  result.sample_rate = static_cast<int>(audio_vae.config.sampling_rate);
+  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_denormalized, h3_audio::denormalize(audio_vae.config(), audio_latents));
+  OROCHI_ASSIGN_OR_RETURN(result.waveform, audio_vae.decode(audio_denormalized));  // [2, 800·A]
+  result.sample_rate = static_cast<int>(audio_vae.config().sampling_rate);
   result.times.audio_decode_s = seconds_since(t_audio);
   if (progress) progress({"audio decode", 1, 1, result.times.audio_decode_s});
   return result;

@@ -11,8 +11,8 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/h3/denoiser.h"
-#include "models/h3_audio_vae/weights.h"
-#include "models/h3_video_vae/weights.h"
+#include "pipeline/decoders.h"
+#include "pipeline/packed_layout.h"
 #include "pipeline/scheduler_h3.h"
 #include "pipeline/video_geometry.h"
 
@@ -55,10 +55,20 @@ struct T2vaResult {
   T2vaTimes times;
 };
 
+// What a request will do, before any work: sizes, layout, schedules, how many AdaLN tables. Checks
+// the request (geometry errors name the nearest valid values; steps in [1, 1000]; text features
+// [L, text_dim]). Devices size their memory from it.
+struct T2vaPlan {
+  VideoGeometry geometry;
+  PackedLayout layout;
+  H3Schedule video_schedule, audio_schedule;
+  int64_t table_timesteps = 0;
+};
+Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaRequest& request);
+
 // Checks the request (geometry errors name the nearest valid values; steps in [1, 1000]; text
 // features match the denoiser) before any work, then runs every stage.
-Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, const h3vae::DecoderWeights& video_vae,
-                              const h3_audio::AudioDecoderWeights& audio_vae, const T2vaRequest& request,
-                              const T2vaProgressCallback& progress = nullptr);
+Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
+                              const T2vaRequest& request, const T2vaProgressCallback& progress = nullptr);
 
 }  // namespace orochi::pipeline

@@ -12,7 +12,8 @@ namespace orochi::cuda {
 
 std::string AttentionShape::to_string() const {
   return "S_q=" + std::to_string(s_q) + " S_kv=" + std::to_string(s_kv) + " heads=" + std::to_string(heads) +
-         " D=" + std::to_string(head_dim);
+         " D=" + std::to_string(head_dim) +
+         (dtype == DType::kBF16 ? std::string() : " " + std::string(dtype_name(dtype)));
 }
 
 const char* attention_implementation_name(AttentionImplementation impl) {
@@ -29,9 +30,9 @@ const char* attention_implementation_name(AttentionImplementation impl) {
 namespace {
 
 using attention_detail::SdpaPlanPtr;
-using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, DType>;
 
-ShapeKey key_of(const AttentionShape& s) { return {s.s_q, s.s_kv, s.heads, s.head_dim}; }
+ShapeKey key_of(const AttentionShape& s) { return {s.s_q, s.s_kv, s.heads, s.head_dim, s.dtype}; }
 
 Status cudnn_status(cudnnStatus_t status, const char* what) {
   if (status == CUDNN_STATUS_SUCCESS) return Status::ok();
@@ -44,6 +45,8 @@ Status cudnn_status(cudnnStatus_t status, const char* what) {
 Status check_shape(const AttentionShape& s) {
   if (s.s_q <= 0 || s.s_kv <= 0 || s.heads <= 0 || s.head_dim <= 0)
     return Status(ErrorCode::kInvalidArgument, "attention shape must be positive, got " + s.to_string());
+  if (s.dtype != DType::kBF16 && s.dtype != DType::kF16)
+    return Status(ErrorCode::kUnsupported, "cuDNN attention runs in bf16 or f16, got " + s.to_string());
   // cuDNN's fused kernels move rows with 16-byte vectors: D must be a multiple of 8 bf16 values.
   if (s.head_dim % 8 != 0 || s.head_dim > 256)
     return Status(ErrorCode::kUnsupported, "cuDNN fused attention needs a head dim that is a multiple of 8 and at "

@@ -1,8 +1,9 @@
 // Full (non-causal, unmasked) softmax attention on the GPU through cuDNN's fused flash SDPA,
 // driven by the header-only cudnn-frontend graph API.
 //
-// Layout: q [S_q, heads, D], k and v [S_kv, heads, D], o [S_q, heads, D], bf16, row-major and
-// contiguous (one packed sequence, batch 1). Scale 1/sqrt(D), fp32 softmax, bf16 output.
+// Layout: q [S_q, heads, D], k and v [S_kv, heads, D], o [S_q, heads, D], bf16 (or f16, chosen by
+// AttentionShape::dtype), row-major and contiguous (one packed sequence, batch 1). Scale 1/sqrt(D),
+// fp32 softmax, output in the input dtype.
 //
 // Building a cuDNN graph costs milliseconds to seconds (heuristics, sometimes runtime kernel
 // compilation), so each shape is built once and cached. run() for a cached shape only launches, so
@@ -26,6 +27,7 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/status.h"
 
 namespace orochi::cuda {
@@ -35,8 +37,9 @@ struct AttentionShape {
   int64_t s_kv = 0;      // key/value rows
   int64_t heads = 0;
   int64_t head_dim = 0;  // D, the same for q, k and v
+  DType dtype = DType::kBF16;  // of q, k, v and o: kBF16 (the denoiser) or kF16 (the video VAE)
   bool operator==(const AttentionShape&) const = default;
-  std::string to_string() const;  // "S_q=.. S_kv=.. heads=.. D=.."
+  std::string to_string() const;  // "S_q=.. S_kv=.. heads=.. D=.." (+ " f16" when not bf16)
 };
 
 // Which cudnn-frontend lowering to use. kAuto tries the unified SDPA operation first (one backend
@@ -73,10 +76,11 @@ class CudnnAttention {
   Status set_external_workspace(void* device_ptr, size_t bytes);
 
   // Self-attention over one sequence: q, k, v, o are [S, heads, D] bf16 device pointers
-  // (16-byte aligned). Enqueued on `stream`; returns before the GPU finishes.
+  // (16-byte aligned); the AttentionShape overload below also takes f16 (shape.dtype). Enqueued on
+  // `stream`; returns before the GPU finishes.
   Status run(const void* q, const void* k, const void* v, void* o, int64_t S, int64_t heads,
              int64_t D, cudaStream_t stream);
-  // Same with distinct query and key/value lengths (cross-attention).
+  // Same with distinct query and key/value lengths (cross-attention) and the shape's dtype.
   Status run(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
              cudaStream_t stream);
 

@@ -76,8 +76,9 @@ Status frontend_status(fe::error_t err, const std::string& what) {
 
 // One lowering, no fallback. `impl` is kUnified or kComposite.
 Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl) {
+  const fe::DataType_t io_type = s.dtype == DType::kF16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
   auto graph = std::make_shared<fe::graph::Graph>();
-  graph->set_io_data_type(fe::DataType_t::BFLOAT16)
+  graph->set_io_data_type(io_type)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
 
@@ -88,7 +89,7 @@ Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, 
     return graph->tensor(fe::graph::Tensor_attributes()
                              .set_name(name)
                              .set_uid(uid)
-                             .set_data_type(fe::DataType_t::BFLOAT16)
+                             .set_data_type(io_type)
                              .set_dim({1, H, rows, D})
                              .set_stride(strides(rows)));
   };
@@ -106,7 +107,7 @@ Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, 
   outputs[0]  // O: [1, H, S_q, D] in the same row-major layout as q
       ->set_output(true)
       .set_uid(kUidO)
-      .set_data_type(fe::DataType_t::BFLOAT16)
+      .set_data_type(io_type)
       .set_dim({1, H, s.s_q, D})
       .set_stride(strides(s.s_q));
 

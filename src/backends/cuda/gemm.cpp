@@ -122,7 +122,8 @@ Expected<int> GemmRunner::fastest_candidate(const Plan& plan, const void* candid
 Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bias, const Operands& operands) {
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
   auto plan = std::make_unique<Plan>();
-  const cudaDataType_t type = key.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t type =
+      key.dtype == DType::kBF16 ? CUDA_R_16BF : (key.dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_32F);
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T));
   OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N));
@@ -179,7 +180,8 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
 Status GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
                           cudaStream_t stream) {
   const DType dt = x.dtype();
-  OROCHI_CHECK(dt == DType::kBF16 || dt == DType::kF32, "linear: only bf16 or f32, got ", x.describe());
+  OROCHI_CHECK(dt == DType::kBF16 || dt == DType::kF16 || dt == DType::kF32, "linear: only bf16, f16 or f32, got ",
+               x.describe());
   detail::require_cuda(x, dt, "linear input");
   detail::require_cuda(w, dt, "linear weight");
   detail::require_cuda(y, dt, "linear output");

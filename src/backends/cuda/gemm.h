@@ -1,7 +1,8 @@
 // Linear layers through cuBLASLt: y[M, N] = x[M, K] · w[N, K]^T (+ bias[N]), row-major, as
-// torch.nn.functional.linear. Two flavours, chosen by the tensors' dtype:
+// torch.nn.functional.linear. Three flavours, chosen by the tensors' dtype:
 //  - bf16: x, w, bias, y bf16; fp32 accumulation (CUBLAS_COMPUTE_32F); the bias is added in fp32 by
 //    the epilogue and the result rounded once to bf16.
+//  - f16: the same with fp16 operands and output (torch's fp16 autocast linear; the video VAE).
 //  - f32: x, w, bias, y f32; CUBLAS_COMPUTE_32F without TF32 (H3's fp32 proj_in and heads).
 // A GemmRunner owns the cuBLASLt handle, one workspace allocated at creation, and a cache of plans
 // (descriptors + the heuristic's algorithm) keyed by shape, dtype, bias and pointer alignment: the
@@ -38,7 +39,7 @@ class GemmRunner {
   GemmRunner& operator=(const GemmRunner&) = delete;
 
   // y = x · w^T (+ bias). x [..., K] (leading dims flattened to M), w [N, K], bias [N] or null,
-  // y [..., N] with x's leading dims; all contiguous CUDA tensors of one dtype (bf16 or f32).
+  // y [..., N] with x's leading dims; all contiguous CUDA tensors of one dtype (bf16, f16 or f32).
   // Shape/dtype mistakes are caller bugs (OROCHI_CHECK); cuBLASLt failures, or no algorithm for
   // the shape, come back as a Status.
   Status linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream);

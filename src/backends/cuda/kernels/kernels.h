@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -60,5 +61,45 @@ cudaError_t launch_cast_bf16_to_f32(const bf16* in, float* out, int64_t n, cudaS
 cudaError_t launch_copy_rows(void* dst, int64_t dst_stride_bytes, const int64_t* dst_idx, const void* src,
                              int64_t src_stride_bytes, const int64_t* src_idx, int64_t n, int64_t row_bytes,
                              cudaStream_t stream);
+
+// ---- The video VAE decoder's fp16-autocast kernels (vae_norm.cu, vae_elementwise.cu). The
+// residual stream is f32, the linears' operands f16; every f16 result is rounded once (nearest
+// even) where torch's fp16 op rounds.
+using f16 = __half;
+
+// y[r] = f16(x[r] · rsqrt(mean(x[r]²) + eps) · w), all fp32 inside. x [rows, C] f32, w [C] f32.
+cudaError_t launch_vae_rms_norm(const float* x, const float* w, f16* y, int64_t rows, int64_t C, float eps,
+                                cudaStream_t stream);
+
+// y[r] = f16((x[r] − mean) · rsqrt(var + eps) · w + b), biased variance, fp32 inside.
+cudaError_t launch_vae_layer_norm(const float* x, const float* w, const float* b, f16* y, int64_t rows, int64_t C,
+                                  float eps, cudaStream_t stream);
+
+// In place over x [S, heads, D] f16: per-head RMSNorm without weight in fp32, rounded to f16 (n),
+// then rotate-half RoPE on channels < R with f16 cos/sin [S, R], each product and the sum rounded:
+//   x[i] = f16(f16(n[i]·cos[i]) − f16(n[i+R/2]·sin[i])), x[i+R/2] = f16(f16(n[i+R/2]·cos) + f16(n[i]·sin)).
+cudaError_t launch_vae_qk_norm_rope(f16* x, int64_t S, int64_t heads, int64_t D, float eps, const f16* cos,
+                                    const f16* sin, int64_t R, cudaStream_t stream);
+
+// u [M, 2I] = [value | gate] f16 -> out [M, I] = f16(value · f16(silu(gate))).
+cudaError_t launch_vae_swiglu(const f16* u, f16* out, int64_t M, int64_t I, cudaStream_t stream);
+
+// In place LayerScale residual h[s, c] = h[s, c] + f32(y[s, c]) · scale[c] (two fp32 roundings, no
+// FMA, as torch's `h + y * scale`). h [S, C] f32, y [S, C] f16, scale [C] f32.
+cudaError_t launch_vae_add_scaled(float* h, const f16* y, const float* scale, int64_t S, int64_t C,
+                                  cudaStream_t stream);
+
+// The decoder's token rows h [N + R + 1, D] f32: rows < N from patches [N, D] f16, the next R from
+// registers [R, D] f16, the last row zero.
+cudaError_t launch_vae_tokens(const f16* patches, const f16* registers, float* h, int64_t N, int64_t R, int64_t D,
+                              cudaStream_t stream);
+
+// Unpatchify: token (t, y, x) of a T x H x W grid, row ((t·H + y)·W + x) of patches [N, ch·pt·p·p]
+// f16 ordered (c, a, b, d), goes to out[c, t·pt + a, y·p + b, x·p + d] of out [ch, T·pt, H·p, W·p] f32.
+cudaError_t launch_vae_unpatchify(const f16* patches, float* out, int64_t T, int64_t H, int64_t W, int64_t ch,
+                                  int64_t pt, int64_t p, cudaStream_t stream);
+
+// out[i] = f16(in[i]) (nearest even) over n elements.
+cudaError_t launch_cast_f32_to_f16(const float* in, f16* out, int64_t n, cudaStream_t stream);
 
 }  // namespace orochi::cuda::kernels

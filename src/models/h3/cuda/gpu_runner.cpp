@@ -154,11 +154,7 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.audio_indices, B.audio_idx, stream_));
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.text_indices, B.text_idx, stream_));
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.timestep_indices, B.ts_idx, stream_));
-  // AdaLN row of each packed row: timestep index * 3 + modality tag.
-  const Tensor ti = in.timestep_indices.contiguous(), tg = in.token_tags.contiguous();
-  std::vector<int64_t> adaln(size.rows);
-  for (int64_t s = 0; s < size.rows; ++s) adaln[s] = ti.data<int64_t>()[s] * kModalities + tg.data<int64_t>()[s];
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(Tensor::from_ints(adaln, {size.rows}), B.adaln_idx, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_adaln_rows(in));
   // RoPE angles in f32 on the host, then bf16, as the reference casts cos/sin to the activations' dtype.
   const cpu::RopeTable rope = cpu::rope_table(
       in.positions.contiguous(),
@@ -166,6 +162,28 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.cos, B.rope_cos, stream_));
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.sin, B.rope_sin, stream_));
   return build_tables(timesteps);
+}
+
+Status H3GpuRunner::update_rows(const H3Inputs& in) {
+  if (!buf_) return Status(ErrorCode::kInternal, "update_rows() before set_request()");
+  RequestBuffers& B = *buf_;
+  OROCHI_RETURN_IF_ERROR(validate_inputs(config_, in, B.n_t));
+  if (in.rows() != B.h.dim(0) || in.video.dim(0) != B.video_in.dim(0) || in.audio.dim(0) != B.audio_in.dim(0))
+    return invalid_argument("update_rows: the rows must keep the request's sizes (" + std::to_string(B.h.dim(0)) +
+                            " packed rows); call set_request for a new request");
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.video, B.video_in, stream_));
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.audio, B.audio_in, stream_));
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.timestep_indices, B.ts_idx, stream_));
+  return upload_adaln_rows(in);
+}
+
+Status H3GpuRunner::upload_adaln_rows(const H3Inputs& in) {
+  // AdaLN row of each packed row: timestep index * 3 + modality tag.
+  const int64_t rows = in.rows();
+  const Tensor ti = in.timestep_indices.contiguous(), tg = in.token_tags.contiguous();
+  std::vector<int64_t> adaln(static_cast<size_t>(rows));
+  for (int64_t s = 0; s < rows; ++s) adaln[s] = ti.data<int64_t>()[s] * kModalities + tg.data<int64_t>()[s];
+  return cuda::upload_into(Tensor::from_ints(adaln, {rows}), buf_->adaln_idx, stream_);
 }
 
 Status H3GpuRunner::build_tables(const Tensor& timesteps) {

@@ -7,6 +7,7 @@
 //   runner->init_random_weights(seed)  or  runner->upload_weights(host_weights)
 //   runner->set_request(timesteps, inputs)   // AdaLN tables for every timestep, RoPE, rows
 //   runner->forward()                        // enqueued on runner->stream()
+//   runner->update_rows(inputs)              // the next denoising step of the same request
 //   runner->outputs()
 #pragma once
 
@@ -46,6 +47,9 @@ class H3GpuRunner {
   // Tables for `timesteps` (f32 [n_t], host) and the request's rows (host tensors as for the CPU
   // forward; text may be f32 or bf16).
   Status set_request(const Tensor& timesteps, const H3Inputs& inputs);
+  // The next step of the same request: new video/audio rows and timestep indices (into the tables
+  // set_request built); the text, layout and sizes stay.
+  Status update_rows(const H3Inputs& inputs);
   Status forward();
   Status synchronize();
   Expected<H3Outputs> outputs();  // host f32 copies
@@ -59,6 +63,7 @@ class H3GpuRunner {
  private:
   H3GpuRunner() = default;
   Status build_tables(const Tensor& timesteps);
+  Status upload_adaln_rows(const H3Inputs& inputs);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
   Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool rope, const Tensor& out);
   Status refiner_block(const GpuBlock& b, const Tensor& t);

@@ -1,0 +1,39 @@
+// The GPU parts of `orochi generate`: the H3 denoiser, the video VAE and the audio VAE on one GPU,
+// behind the pipeline's interfaces, with memory sized from the request's plan. Without the CUDA
+// backend every function returns `unsupported` with advice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/status.h"
+#include "models/h3/denoiser.h"
+#include "pipeline/decoders.h"
+#include "pipeline/t2va.h"
+#include "pipeline/t2va_models.h"
+
+namespace orochi::apps {
+
+struct GpuT2va {
+  std::unique_ptr<h3::Denoiser> denoiser;
+  std::unique_ptr<pipeline::VideoDecoder> video;
+  std::unique_ptr<pipeline::AudioDecoder> audio;
+  std::string device_name;
+  int device = 0;
+};
+
+// Host weights (a checkpoint, or the demo) uploaded to GPU `device`.
+Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& models, int device, const pipeline::T2vaPlan& plan);
+
+// The released configurations with counter-based random weights generated on the GPU (no
+// checkpoint, no host copy): the full-size pipeline for benchmarks. `transformer_config` must be
+// the released H3 config (the caller passes it so the plan was made with it).
+Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer_config, int device, const pipeline::T2vaPlan& plan,
+                                  uint64_t seed);
+
+// Per-GPU memory after a run: the device's used bytes (cudaMemGetInfo) and its total.
+nlohmann::json gpu_memory_report(int device);
+
+}  // namespace orochi::apps

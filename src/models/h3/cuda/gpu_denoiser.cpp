@@ -1,0 +1,38 @@
+#include "models/h3/cuda/gpu_denoiser.h"
+
+#include <cuda_runtime_api.h>
+
+namespace orochi::h3::gpu {
+
+Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, int device,
+                                                           const RequestSize& max) {
+  std::unique_ptr<GpuDenoiser> d(new GpuDenoiser());
+  d->config_ = config;
+  OROCHI_ASSIGN_OR_RETURN(d->runner_, H3GpuRunner::create(config, device, max));
+  cudaDeviceProp prop{};
+  d->device_name_ = "cuda:" + std::to_string(device);
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) d->device_name_ += std::string(" ") + prop.name;
+  return d;
+}
+
+Status GpuDenoiser::prepare(const Tensor& timesteps) {
+  if (!timesteps.defined() || timesteps.dtype() != DType::kF32 || timesteps.ndim() != 1 || timesteps.numel() == 0)
+    return invalid_argument("the denoiser needs a non-empty f32 [n_t] list of timesteps");
+  timesteps_ = timesteps.clone();
+  request_set_ = false;
+  return Status::ok();
+}
+
+Expected<H3Outputs> GpuDenoiser::forward(const H3Inputs& inputs) {
+  if (!timesteps_.defined()) return Status(ErrorCode::kInternal, "GpuDenoiser::forward called before prepare()");
+  if (!request_set_) {
+    OROCHI_RETURN_IF_ERROR(runner_->set_request(timesteps_, inputs));  // builds every AdaLN table once
+    request_set_ = true;
+  } else {
+    OROCHI_RETURN_IF_ERROR(runner_->update_rows(inputs));
+  }
+  OROCHI_RETURN_IF_ERROR(runner_->forward());
+  return runner_->outputs();
+}
+
+}  // namespace orochi::h3::gpu

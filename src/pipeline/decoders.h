@@ -1,0 +1,61 @@
+// The two VAE decoders a t2va run ends with, behind small interfaces so the pipeline does not care
+// where they run (the CPU reference here; GPU versions in models/*/cuda).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/h3_audio_vae/weights.h"
+#include "models/h3_video_vae/weights.h"
+
+namespace orochi::pipeline {
+
+// Called after each temporal chunk: (chunks done, chunks in all, seconds of this chunk).
+using ChunkCallback = std::function<void(int64_t done, int64_t total, double seconds)>;
+
+class VideoDecoder {
+ public:
+  virtual ~VideoDecoder() = default;
+  virtual const h3vae::VideoVaeConfig& config() const = 0;
+  virtual std::string device_name() const = 0;
+  // Denormalized latents f32 [C, T, H, W] (host) -> video f32 [3, 17n + 5, 16H, 16W] (host), as
+  // vae.decode with the release's temporal chunking and spatial tiling.
+  virtual Expected<Tensor> decode(const Tensor& latents, const ChunkCallback& on_chunk) = 0;
+};
+
+class AudioDecoder {
+ public:
+  virtual ~AudioDecoder() = default;
+  virtual const h3_audio::AudioVaeConfig& config() const = 0;
+  virtual std::string device_name() const = 0;
+  // Denormalized latents f32 [B, A, C] (host) -> waveform f32 [B, hop · A] in [-1, 1] (host).
+  virtual Expected<Tensor> decode(const Tensor& latents) = 0;
+};
+
+// The CPU reference decoders over host weights (which must outlive them).
+class CpuVideoDecoder final : public VideoDecoder {
+ public:
+  explicit CpuVideoDecoder(const h3vae::DecoderWeights& weights) : weights_(weights) {}
+  const h3vae::VideoVaeConfig& config() const override { return weights_.config; }
+  std::string device_name() const override { return "CPU"; }
+  Expected<Tensor> decode(const Tensor& latents, const ChunkCallback& on_chunk) override;
+
+ private:
+  const h3vae::DecoderWeights& weights_;
+};
+
+class CpuAudioDecoder final : public AudioDecoder {
+ public:
+  explicit CpuAudioDecoder(const h3_audio::AudioDecoderWeights& weights) : weights_(weights) {}
+  const h3_audio::AudioVaeConfig& config() const override { return weights_.config; }
+  std::string device_name() const override { return "CPU"; }
+  Expected<Tensor> decode(const Tensor& latents) override;
+
+ private:
+  const h3_audio::AudioDecoderWeights& weights_;
+};
+
+}  // namespace orochi::pipeline
