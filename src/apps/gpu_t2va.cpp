@@ -7,10 +7,7 @@
 #include <functional>
 
 #include "models/h3/cuda/gpu_denoiser.h"
-#if 0  // TEMP until the GPU audio decoder lands
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
-#define OROCHI_GPU_AUDIO 1
-#endif
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
 #include "pipeline/denoise_loop.h"
 #endif
@@ -44,7 +41,6 @@ class GpuVideo final : public pipeline::VideoDecoder {
   std::string name_;
 };
 
-#ifdef OROCHI_GPU_AUDIO
 class GpuAudio final : public pipeline::AudioDecoder {
  public:
   GpuAudio(std::unique_ptr<h3_audio::gpu::GpuAudioDecoder> d, std::string name) : d_(std::move(d)), name_(std::move(name)) {}
@@ -58,8 +54,6 @@ class GpuAudio final : public pipeline::AudioDecoder {
   std::string name_;
 };
 
-#endif
-
 h3::gpu::RequestSize request_size(const pipeline::T2vaPlan& plan) {
   return {plan.layout.rows, plan.layout.text_indices.numel(), plan.layout.video_indices.numel(),
           plan.layout.audio_indices.numel(), plan.table_timesteps};
@@ -71,14 +65,10 @@ using AudioFactory = std::function<Expected<std::unique_ptr<pipeline::AudioDecod
 template <typename Fill>
 AudioFactory gpu_audio(const h3_audio::AudioVaeConfig& config, int device, int64_t latents, Fill fill) {
   return [=](const std::string& name) -> Expected<std::unique_ptr<pipeline::AudioDecoder>> {
-#ifdef OROCHI_GPU_AUDIO
-    OROCHI_ASSIGN_OR_RETURN(auto decoder, h3_audio::gpu::GpuAudioDecoder::create(config, device, latents));
+    // Stereo: the two channels are the mono decoder's batch of two.
+    OROCHI_ASSIGN_OR_RETURN(auto decoder, h3_audio::gpu::GpuAudioDecoder::create(config, device, latents, 2));
     OROCHI_RETURN_IF_ERROR(fill(*decoder));
     return std::unique_ptr<pipeline::AudioDecoder>(std::make_unique<GpuAudio>(std::move(decoder), name));
-#else
-    (void)config, (void)device, (void)latents, (void)fill, (void)name;
-    return unsupported("this build has no GPU audio decoder");
-#endif
   };
 }
 

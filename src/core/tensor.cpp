@@ -178,12 +178,19 @@ Tensor Tensor::contiguous() const {
   const int64_t n = numel();
   const char* src = static_cast<const char*>(raw_data());
   char* dst = static_cast<char*>(out.raw_data());
-  Shape index(shape_.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
+  if (n == 0) return out;
+  // Walk the outer dims with an odometer and copy the innermost dim as one run when its elements
+  // are adjacent (views made by slice() keep stride 1 there): one memcpy per row, not per element.
+  const size_t nd = shape_.size();
+  const bool row_runs = nd > 0 && strides_[nd - 1] == 1;
+  const int64_t run = row_runs ? shape_[nd - 1] : 1;
+  const size_t outer_dims = row_runs ? nd - 1 : nd;
+  Shape index(outer_dims, 0);
+  for (int64_t i = 0; i < n; i += run) {
     int64_t off = 0;
-    for (size_t k = 0; k < index.size(); ++k) off += index[k] * strides_[k];
-    std::memcpy(dst + i * es, src + off * es, es);
-    for (size_t k = index.size(); k-- > 0;) {  // odometer increment
+    for (size_t k = 0; k < outer_dims; ++k) off += index[k] * strides_[k];
+    std::memcpy(dst + i * es, src + off * es, static_cast<size_t>(run) * es);
+    for (size_t k = outer_dims; k-- > 0;) {  // odometer increment
       if (++index[k] < shape_[k]) break;
       index[k] = 0;
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/ops.h"
+#include "backends/cpu/ops_llm.h"
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device.h"
 #include "support/compare.h"
@@ -156,6 +157,37 @@ struct Problem {
   Status run(CudnnAttention& a, cudaStream_t stream) { return a.run(q->ptr, k->ptr, v->ptr, o->ptr, shape, stream); }
   Tensor output() const { return download_f32(*o, {shape.s_q, shape.heads, shape.head_dim}); }
 };
+
+// Causal grouped-query attention (the Qwen3-VL text encoder: 64 query heads over 8 kv heads) against
+// cpu::causal_attention_gqa; and the same inputs without the mask must differ (the mask is applied).
+TEST(CudaAttention, CausalGroupedQueryMatchesCpu) {
+  REQUIRE_GPU_ATTENTION();
+  for (const AttentionShape& s : {AttentionShape{37, 37, 4, 64, DType::kBF16, 2, true},
+                                  AttentionShape{256, 256, 64, 128, DType::kBF16, 8, true}}) {
+    const Tensor q = testing::random_normal({s.s_q, s.heads, s.head_dim}, 71, 1.5f).to(DType::kBF16).to(DType::kF32);
+    const Tensor k = testing::random_normal({s.s_kv, s.kv_heads, s.head_dim}, 72, 1.5f).to(DType::kBF16).to(DType::kF32);
+    const Tensor v = testing::random_normal({s.s_kv, s.kv_heads, s.head_dim}, 73, 1.0f).to(DType::kBF16).to(DType::kF32);
+    auto dq = upload_bf16(q), dk = upload_bf16(k), dv = upload_bf16(v);
+    DeviceBuffer o(static_cast<size_t>(s.s_q * s.heads * s.head_dim) * 2), o_full(o.bytes);
+    ASSERT_TRUE(dq->ptr && dk->ptr && dv->ptr && o.ptr && o_full.ptr);
+    CudnnAttention attention(nullptr);
+    ASSERT_OK(attention.run(dq->ptr, dk->ptr, dv->ptr, o.ptr, s, nullptr));
+    AttentionShape unmasked = s;
+    unmasked.causal = false;
+    ASSERT_OK(attention.run(dq->ptr, dk->ptr, dv->ptr, o_full.ptr, unmasked, nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor gpu = download_f32(o, {s.s_q, s.heads, s.head_dim});
+    const testing::Comparison c = testing::compare(gpu, cpu::causal_attention_gqa(q, k, v));
+    std::printf("%s: %s [%s]\n", s.to_string().c_str(), c.summary().c_str(), attention.describe(s).c_str());
+    EXPECT_TRUE(c.same_nonfinite) << c.summary();
+    EXPECT_LE(c.rel_l2, 1e-2) << c.summary();
+    EXPECT_GT(testing::compare(download_f32(o_full, {s.s_q, s.heads, s.head_dim}), gpu).rel_l2, 0.1);
+  }
+  CudnnAttention attention(nullptr);
+  DeviceBuffer b(4096);
+  EXPECT_FALSE(attention.run(b.ptr, b.ptr, b.ptr, b.ptr, AttentionShape{4, 4, 6, 64, DType::kBF16, 4, true}, nullptr)
+                   .is_ok());  // 4 kv heads do not divide 6 query heads
+}
 
 TEST(CudaAttention, CachesOneGraphPerShapeAndIsDeterministic) {
   REQUIRE_GPU_ATTENTION();

@@ -13,7 +13,8 @@ namespace orochi::cuda {
 std::string AttentionShape::to_string() const {
   return "S_q=" + std::to_string(s_q) + " S_kv=" + std::to_string(s_kv) + " heads=" + std::to_string(heads) +
          " D=" + std::to_string(head_dim) +
-         (dtype == DType::kBF16 ? std::string() : " " + std::string(dtype_name(dtype)));
+         (kv_heads > 0 && kv_heads != heads ? " kv_heads=" + std::to_string(kv_heads) : std::string()) +
+         (causal ? " causal" : "") + (dtype == DType::kBF16 ? std::string() : " " + std::string(dtype_name(dtype)));
 }
 
 const char* attention_implementation_name(AttentionImplementation impl) {
@@ -30,9 +31,11 @@ const char* attention_implementation_name(AttentionImplementation impl) {
 namespace {
 
 using attention_detail::SdpaPlanPtr;
-using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, DType>;
+using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, DType, int64_t, bool>;
 
-ShapeKey key_of(const AttentionShape& s) { return {s.s_q, s.s_kv, s.heads, s.head_dim, s.dtype}; }
+ShapeKey key_of(const AttentionShape& s) {
+  return {s.s_q, s.s_kv, s.heads, s.head_dim, s.dtype, s.kv_head_count(), s.causal};
+}
 
 Status cudnn_status(cudnnStatus_t status, const char* what) {
   if (status == CUDNN_STATUS_SUCCESS) return Status::ok();
@@ -45,6 +48,9 @@ Status cudnn_status(cudnnStatus_t status, const char* what) {
 Status check_shape(const AttentionShape& s) {
   if (s.s_q <= 0 || s.s_kv <= 0 || s.heads <= 0 || s.head_dim <= 0)
     return Status(ErrorCode::kInvalidArgument, "attention shape must be positive, got " + s.to_string());
+  if (s.kv_heads < 0 || s.heads % s.kv_head_count() != 0)
+    return Status(ErrorCode::kInvalidArgument,
+                  "grouped-query attention needs kv_heads dividing heads, got " + s.to_string());
   if (s.dtype != DType::kBF16 && s.dtype != DType::kF16)
     return Status(ErrorCode::kUnsupported, "cuDNN attention runs in bf16 or f16, got " + s.to_string());
   // cuDNN's fused kernels move rows with 16-byte vectors: D must be a multiple of 8 bf16 values.

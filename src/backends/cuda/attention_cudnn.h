@@ -1,9 +1,10 @@
 // Full (non-causal, unmasked) softmax attention on the GPU through cuDNN's fused flash SDPA,
 // driven by the header-only cudnn-frontend graph API.
 //
-// Layout: q [S_q, heads, D], k and v [S_kv, heads, D], o [S_q, heads, D], bf16 (or f16, chosen by
+// Layout: q [S_q, heads, D], k and v [S_kv, kv_heads, D], o [S_q, heads, D], bf16 (or f16, chosen by
 // AttentionShape::dtype), row-major and contiguous (one packed sequence, batch 1). Scale 1/sqrt(D),
-// fp32 softmax, output in the input dtype.
+// fp32 softmax, output in the input dtype. Non-causal and kv_heads = heads unless the shape asks
+// for a causal mask or grouped-query attention (the Qwen3-VL text encoder).
 //
 // Building a cuDNN graph costs milliseconds to seconds (heuristics, sometimes runtime kernel
 // compilation), so each shape is built once and cached. run() for a cached shape only launches, so
@@ -38,6 +39,9 @@ struct AttentionShape {
   int64_t heads = 0;
   int64_t head_dim = 0;  // D, the same for q, k and v
   DType dtype = DType::kBF16;  // of q, k, v and o: kBF16 (the denoiser) or kF16 (the video VAE)
+  int64_t kv_heads = 0;  // heads of k and v (grouped-query attention); 0 = heads. Must divide heads.
+  bool causal = false;   // query row i sees key rows <= i (top-left aligned): LLM self-attention
+  int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
   bool operator==(const AttentionShape&) const = default;
   std::string to_string() const;  // "S_q=.. S_kv=.. heads=.. D=.." (+ " f16" when not bf16)
 };

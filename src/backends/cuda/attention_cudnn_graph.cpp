@@ -82,34 +82,36 @@ Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, 
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
 
-  const int64_t H = s.heads, D = s.head_dim;
-  // Row-major [rows, H, D] seen as cuDNN's (B=1, H, rows, D): a head is D apart, a row H*D apart.
-  auto strides = [&](int64_t rows) { return std::vector<int64_t>{rows * H * D, D, H * D, 1}; };
-  auto input = [&](const char* name, int64_t uid, int64_t rows) {
+  const int64_t H = s.heads, Hkv = s.kv_head_count(), D = s.head_dim;
+  // Row-major [rows, heads, D] seen as cuDNN's (B=1, heads, rows, D): a head is D apart, a row
+  // heads*D apart.
+  auto strides = [&](int64_t rows, int64_t heads) { return std::vector<int64_t>{rows * heads * D, D, heads * D, 1}; };
+  auto input = [&](const char* name, int64_t uid, int64_t rows, int64_t heads) {
     return graph->tensor(fe::graph::Tensor_attributes()
                              .set_name(name)
                              .set_uid(uid)
                              .set_data_type(io_type)
-                             .set_dim({1, H, rows, D})
-                             .set_stride(strides(rows)));
+                             .set_dim({1, heads, rows, D})
+                             .set_stride(strides(rows, heads)));
   };
-  auto q = input("Q", kUidQ, s.s_q);  // [1, H, S_q, D]
-  auto k = input("K", kUidK, s.s_kv);  // [1, H, S_kv, D]
-  auto v = input("V", kUidV, s.s_kv);  // [1, H, S_kv, D]
+  auto q = input("Q", kUidQ, s.s_q, H);     // [1, H, S_q, D]
+  auto k = input("K", kUidK, s.s_kv, Hkv);  // [1, Hkv, S_kv, D]: grouped-query when Hkv < H
+  auto v = input("V", kUidV, s.s_kv, Hkv);
 
-  // Inference: no softmax statistics, no mask, no dropout; the scale is a pass-by-value scalar.
+  // Inference: no softmax statistics, no dropout; the scale is a pass-by-value scalar.
   auto attributes = fe::graph::SDPA_attributes()
                         .set_name("sdpa")
                         .set_generate_stats(false)
                         .set_attn_scale(1.0f / std::sqrt(static_cast<float>(D)))
                         .set_implementation(to_frontend(impl));
+  if (s.causal) attributes.set_causal_mask(true);  // top-left aligned: row i sees keys 0..i
   auto outputs = graph->sdpa(q, k, v, std::move(attributes));
   outputs[0]  // O: [1, H, S_q, D] in the same row-major layout as q
       ->set_output(true)
       .set_uid(kUidO)
       .set_data_type(io_type)
       .set_dim({1, H, s.s_q, D})
-      .set_stride(strides(s.s_q));
+      .set_stride(strides(s.s_q, H));
 
   OROCHI_RETURN_IF_ERROR(
       frontend_status(graph->build(handle, {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "building the graph"));

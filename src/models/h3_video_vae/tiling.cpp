@@ -77,6 +77,7 @@ Tensor stitch_tiles(const std::vector<std::vector<Tensor>>& tiles, const TilePla
       const int64_t y0 = plan.rows.starts[r], x0 = plan.cols.starts[c];
       OROCHI_CHECK(y0 + keep_h <= H && x0 + keep_w <= W, "tile (", r, ", ", c, ") overflows the clip");
       const float* src = tile.data<float>();
+#pragma omp parallel for schedule(static) if (ch * F * keep_h * keep_w > (int64_t{1} << 16))
       for (int64_t k = 0; k < ch * F; ++k)
         for (int64_t y = 0; y < keep_h; ++y)
           std::memcpy(out + (k * H + y0 + y) * W + x0, src + (k * th + y) * tw, keep_w * sizeof(float));

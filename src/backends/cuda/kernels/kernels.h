@@ -30,8 +30,10 @@ struct ModulationRows {
 // y[r] = bf16(x[r] · rsqrt(mean(x[r]²) + eps) · w), fp32 inside. With `mod`, continues as
 // diffusers' bf16 ops round: y = bf16(bf16(y · bf16(1 + scale[idx[r]])) + shift[idx[r]]).
 // x, y [rows, C]; w [C].
+// `round_before_weight`: transformers' LLM RMSNorm (Qwen3) rounds the normalized row to bf16 before
+// multiplying by the weight, y = bf16(w · bf16(x · rsqrt(...))); diffusers' H3 rounds once.
 cudaError_t launch_rms_norm(const bf16* x, const bf16* w, bf16* y, int64_t rows, int64_t C, float eps,
-                            const ModulationRows* mod, cudaStream_t stream);
+                            const ModulationRows* mod, cudaStream_t stream, bool round_before_weight = false);
 
 // In place over x [S, heads, D]: per-head RMSNorm (weight [D], rounded to bf16), then rotate-half
 // RoPE on channels < R with bf16 cos/sin [S, R]: for i < R/2, with n the normalized head,
@@ -39,7 +41,8 @@ cudaError_t launch_rms_norm(const bf16* x, const bf16* w, bf16* y, int64_t rows,
 //   x[i+R/2] = bf16(bf16(n[i+R/2]·cos[i+R/2]) + bf16(n[i]·sin[i+R/2])).
 // Channels >= R keep n. R == 0 (cos = sin = nullptr) is the norm alone.
 cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads, int64_t D, float eps,
-                                const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream);
+                                const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream,
+                                bool round_before_weight = false);
 
 // u [M, 2I] = [value | gate] -> out [M, I] = bf16(value · bf16(silu(gate))).
 cudaError_t launch_swiglu(const bf16* u, bf16* out, int64_t M, int64_t I, cudaStream_t stream);

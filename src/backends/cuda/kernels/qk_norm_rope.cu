@@ -17,9 +17,14 @@ __device__ __forceinline__ float rotate_second(float b, float a, float cos_i, fl
   return round_bf16(b * cos_i) + round_bf16(a * sin_i);
 }
 
+// bf16(x·inv·w) (diffusers' H3), or bf16(bf16(x·inv)·w) (transformers' Qwen3 q/k norm).
+__device__ __forceinline__ float norm_weight(float x, float inv, float w, bool round_first) {
+  return round_first ? round_bf16(round_bf16(x * inv) * w) : round_bf16(x * inv * w);
+}
+
 __global__ void qk_norm_rope_any(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
                                  int D, float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin,
-                                 int R) {
+                                 int R, bool round_first) {
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // whole warps leave together, so the shuffles below stay full-warp
@@ -33,7 +38,7 @@ __global__ void qk_norm_rope_any(bf16* __restrict__ x, const bf16* __restrict__ 
   }
   // The shuffles also order every lane's reads above before any lane's writes below.
   const float inv = rsqrtf(warp_sum(sum) / static_cast<float>(D) + eps);
-  auto normed = [&](int c) { return round_bf16(__bfloat162float(xr[c]) * inv * __bfloat162float(w[c])); };
+  auto normed = [&](int c) { return norm_weight(__bfloat162float(xr[c]), inv, __bfloat162float(w[c]), round_first); };
 
   // Each lane owns the pairs (p, p + R/2) it writes, so reads and writes of one pair stay in one thread.
   const int half = R / 2;
@@ -58,7 +63,8 @@ __device__ __forceinline__ void load4(const bf16* p, float (&v)[4]) {
 // D == 128, R % 8 == 0: lane l holds channels 4l..4l+3; channel i < R/2 pairs with i + R/2, which
 // lives in lane l + R/8 at the same position.
 __global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
-                                 float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R) {
+                                 float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R,
+                                 bool round_first) {
   constexpr int D = 128;
   const int lane = threadIdx.x % 32;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -72,7 +78,7 @@ __global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ 
   const float inv = rsqrtf(warp_sum(v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) / D + eps);
   float n[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) n[i] = round_bf16(v[i] * inv * wv[i]);
+  for (int i = 0; i < 4; ++i) n[i] = norm_weight(v[i], inv, wv[i], round_first);
 
   const int c0 = 4 * lane, half = R / 2, lane_offset = half / 4;
   const bool first = c0 < half, second = !first && c0 < R;
@@ -102,7 +108,8 @@ bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
 }  // namespace
 
 cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads, int64_t D, float eps,
-                                const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream) {
+                                const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream,
+                                bool round_before_weight) {
   const int64_t rows = S * heads;
   if (rows == 0 || D == 0) return cudaSuccess;
   if ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock > kMaxGridX) return cudaErrorInvalidConfiguration;
@@ -110,10 +117,10 @@ cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads
   const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
   if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned)
     qk_norm_rope_128<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, eps, cos, sin,
-                                                                  static_cast<int>(R));
+                                                                  static_cast<int>(R), round_before_weight);
   else
     qk_norm_rope_any<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, static_cast<int>(D), eps, cos,
-                                                                  sin, static_cast<int>(R));
+                                                                  sin, static_cast<int>(R), round_before_weight);
   return cudaGetLastError();
 }
 

@@ -10,7 +10,7 @@ namespace {
 // squares, then normalize); the second read comes from L1/L2 for the widths H3 uses.
 template <int V, bool kModulate>
 __global__ void rms_norm_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ y,
-                                int64_t C, float eps, ModulationRows mod) {
+                                int64_t C, float eps, ModulationRows mod, bool round_first) {
   const int64_t row = blockIdx.x;
   const bf16* xr = x + row * C;
   bf16* yr = y + row * C;
@@ -37,7 +37,8 @@ __global__ void rms_norm_kernel(const bf16* __restrict__ x, const bf16* __restri
     load_bf16<V>(xr + c, v);
     load_bf16<V>(w + c, wv);
 #pragma unroll
-    for (int i = 0; i < V; ++i) v[i] = v[i] * inv * wv[i];  // rounded once, by the store or below
+    for (int i = 0; i < V; ++i)  // rounded by the store or below (and first, for the LLM variant)
+      v[i] = round_first ? round_bf16(v[i] * inv) * wv[i] : v[i] * inv * wv[i];
     if constexpr (kModulate) {
       float sh[V], sc[V];
       load_bf16<V>(shift + c, sh);
@@ -55,26 +56,27 @@ __global__ void rms_norm_kernel(const bf16* __restrict__ x, const bf16* __restri
 
 template <int V>
 cudaError_t launch(const bf16* x, const bf16* w, bf16* y, int64_t rows, int64_t C, float eps,
-                   const ModulationRows* mod, cudaStream_t stream) {
+                   const ModulationRows* mod, cudaStream_t stream, bool round_first) {
   const int threads = row_threads((C + V - 1) / V);
   if (mod)
-    rms_norm_kernel<V, true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, y, C, eps, *mod);
+    rms_norm_kernel<V, true><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, y, C, eps, *mod, round_first);
   else
-    rms_norm_kernel<V, false><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, y, C, eps, {});
+    rms_norm_kernel<V, false><<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, w, y, C, eps, {}, round_first);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t launch_rms_norm(const bf16* x, const bf16* w, bf16* y, int64_t rows, int64_t C, float eps,
-                            const ModulationRows* mod, cudaStream_t stream) {
+                            const ModulationRows* mod, cudaStream_t stream, bool round_before_weight) {
   if (rows == 0 || C == 0) return cudaSuccess;
   if (rows > kMaxGridX) return cudaErrorInvalidConfiguration;  // one block per row
   bool vec = C % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(y);
   if (mod)
     vec = vec && aligned16(mod->shift) && aligned16(mod->scale) && mod->shift_stride % 8 == 0 &&
           mod->scale_stride % 8 == 0;
-  return vec ? launch<8>(x, w, y, rows, C, eps, mod, stream) : launch<1>(x, w, y, rows, C, eps, mod, stream);
+  return vec ? launch<8>(x, w, y, rows, C, eps, mod, stream, round_before_weight)
+             : launch<1>(x, w, y, rows, C, eps, mod, stream, round_before_weight);
 }
 
 }  // namespace orochi::cuda::kernels
