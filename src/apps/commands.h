@@ -10,5 +10,6 @@ int run_inspect(const std::vector<std::string>& args);
 int run_forward(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
+int run_plan(const std::vector<std::string>& args);
 
 }  // namespace orochi::apps

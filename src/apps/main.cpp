@@ -17,6 +17,7 @@ void print_usage() {
                "  generate [DIR]   text to video with audio: writes an MP4 (built-in tiny demo model without DIR)\n"
                "  inspect PATH     print a checkpoint's config, parameter groups, dtypes and bytes\n"
                "  forward [PATH]   run one MiniMax-H3 denoiser forward (built-in tiny model without PATH)\n"
+               "  plan             memory plan per GPU and phase for a request (no weights loaded)\n"
                "  bench dit        time the H3 denoiser on a GPU with random weights of the real shapes\n"
                "  help             this text\n");
 }
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (command == "generate") return orochi::apps::run_generate(args);
+    if (command == "plan") return orochi::apps::run_plan(args);
     if (command == "inspect") return orochi::apps::run_inspect(args);
     if (command == "forward") return orochi::apps::run_forward(args);
     if (command == "bench") return orochi::apps::run_bench(args);

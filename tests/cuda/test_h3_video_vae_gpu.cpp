@@ -301,6 +301,32 @@ TEST_F(VaeGpuDecoder, TwoChunksTwoByTwoTilesMatchCpuDecodeAndRepeatBitExactly) {
   EXPECT_TRUE(bit_equal(*assembled, got));
 }
 
+// decode() stitches tiles and cross-fades chunks on the device; with the reference's f16 blends
+// (what `orochi generate` uses) and a 4 x 2 tile grid with uneven overlaps it must still equal the host
+// stitching of the same GPU tiles bit for bit.
+TEST_F(VaeGpuDecoder, DeviceStitchingEqualsHostStitchingInF16) {
+  h3vae::DecodeOptions options = options_;
+  options.blend_precision = h3vae::BlendPrecision::kF16;
+  const Tensor z = testing::random_normal({8, 12, 10, 6}, 23);  // 40 x 24 px: 4 x 2 tiles of 16
+  ASSERT_OK_AND_ASSIGN(const int64_t tokens, h3vae::gpu::max_tile_tokens(weights_.config, options, 10, 6));
+  const h3vae::TilePlan plan = h3vae::plan_tiles(weights_.config, 10, 6, options);
+  ASSERT_EQ(plan.rows.count(), 4);
+  ASSERT_EQ(plan.cols.count(), 2);
+  auto dec = make_decoder(weights_, tokens);
+  ASSERT_OK_AND_ASSIGN(Tensor got, dec->decode(z, options));
+  std::vector<Tensor> clips;
+  for (int64_t i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(Tensor clip, dec->decode_chunk(z, i, options));
+    clips.push_back(clip);
+  }
+  Expected<Tensor> host = h3vae::assemble_chunks(weights_.config, clips, options.blend_precision);
+  ASSERT_TRUE(host.has_value());
+  ASSERT_EQ(got.shape(), host->shape());
+  EXPECT_TRUE(bit_equal(got, *host));
+  const testing::Comparison c = testing::compare(got, *host);
+  print_case("vae device stitch vs host (f16)", "[8, 12, 10, 6]", c);
+}
+
 TEST_F(VaeGpuDecoder, RandomInitIsReproducibleAndFinite) {
   auto a = GpuVideoDecoder::create(small_config(), 0, 112);
   auto b = GpuVideoDecoder::create(small_config(), 0, 112);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/vae_stitch.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
 
 namespace orochi::h3vae::gpu {
@@ -77,13 +79,117 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
                             " latent canvas decodes tiles of " + std::to_string(tokens) +
                             " tokens; this GpuVideoDecoder was created for at most " + std::to_string(max_tokens_) +
                             ": create it with max_tile_tokens() of the canvas, or turn tiling on");
-  std::vector<Tensor> clips;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  // One arena for this decode: every tile of a chunk, the current and previous clip, the video.
+  const VideoVaeConfig& c = config_;
+  const TilePlan plan = plan_tiles(c, latents.dim(2), latents.dim(3), options);
+  const int64_t ch = c.out_channels, wf = c.window_frames(), p = c.spatial_ratio;
+  const int64_t H = latents.dim(2) * p, W = latents.dim(3) * p, F = video_frames(c, chunks);
+  int64_t tile_values = 0;
+  for (int64_t len_r : plan.rows.lengths)
+    for (int64_t len_c : plan.cols.lengths) tile_values += ch * wf * len_r * len_c;
+  const size_t align = cuda::DeviceArena::kAlignment;
+  const size_t bytes = 4 * static_cast<size_t>(tile_values + 2 * ch * wf * H * W + ch * F * H * W) + 8 * align;
+  OROCHI_ASSIGN_OR_RETURN(auto arena, cuda::DeviceArena::create(device_, bytes, "video VAE decode"));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, arena->tensor({tile_values}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor clip_a, arena->tensor({ch, wf, H, W}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor clip_b, arena->tensor({ch, wf, H, W}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor video, arena->tensor({ch, F, H, W}, DType::kF32));
+
+  const bool f16 = options.blend_precision == BlendPrecision::kF16;
+  OROCHI_CHECK(f16 || options.blend_precision == BlendPrecision::kF32, "device blends run in f16 or f32");
+  const int64_t pre = c.frame_pre_padding(), block = c.chunk_frames() - pre;
+  const int64_t tail_start = std::min(c.chunk_frames() + pre, wf), tail_len = wf - tail_start;
   for (int64_t i = 0; i < chunks; ++i) {
-    OROCHI_ASSIGN_OR_RETURN(Tensor clip, decode_chunk(latents, i, options));
-    clips.push_back(std::move(clip));
-    if (progress) progress(i + 1, chunks);
+    const Tensor& clip = i % 2 ? clip_b : clip_a;
+    const Tensor& previous = i % 2 ? clip_a : clip_b;
+    OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, clip));
+    // Output frames [block·i, block·i + block): the head, its first frames faded in from the tail.
+    cuda::kernels::CrossFade fade;
+    fade.out = static_cast<float*>(const_cast<void*>(video.raw_data()));
+    fade.out_frames = F;
+    fade.out_f0 = i * block;
+    fade.channels = ch;
+    fade.frames = block;
+    fade.plane = H * W;
+    fade.head = clip.data<float>() + pre * H * W;
+    fade.head_stride_frames = wf;
+    if (i > 0 && c.token_drop > 0) {
+      fade.tail = previous.data<float>() + tail_start * H * W;
+      fade.tail_stride_frames = wf;
+      fade.tail_len = tail_len;
+      fade.n = std::min({tail_len, block, c.frame_overlap()});
+    }
+    OROCHI_CUDA_RETURN_IF_ERROR(cuda::kernels::launch_vae_cross_fade(fade, f16, stream_));
+    if (i + 1 == chunks && c.token_drop > 0) {  // the last clip's tail ends the video
+      cuda::kernels::CrossFade last;
+      last.out = fade.out;
+      last.out_frames = F;
+      last.out_f0 = chunks * block;
+      last.channels = ch;
+      last.frames = tail_len;
+      last.plane = H * W;
+      last.head = clip.data<float>() + tail_start * H * W;
+      last.head_stride_frames = wf;
+      OROCHI_CUDA_RETURN_IF_ERROR(cuda::kernels::launch_vae_cross_fade(last, f16, stream_));
+    }
+    if (progress) {
+      OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // so the callback's clock is honest
+      progress(i + 1, chunks);
+    }
   }
-  return assemble_chunks(config_, clips, options.blend_precision);
+  return cuda::download(video, stream_);
+}
+
+Status GpuVideoDecoder::stitch_chunk_on_device(const Tensor& latents, int64_t chunk, const DecodeOptions& options,
+                                               const Tensor& tiles, const Tensor& clip) {
+  const VideoVaeConfig& c = config_;
+  const Tensor window = chunk_window(c, latents, chunk);
+  const TilePlan plan = plan_tiles(c, window.dim(2), window.dim(3), options);
+  const int64_t ch = c.out_channels, wf = c.window_frames();
+  const int64_t rows = plan.rows.count(), cols = plan.cols.count();
+  // Each raw tile keeps its slot until the chunk is stitched: later tiles blend with raw neighbours.
+  std::vector<const float*> slot(static_cast<size_t>(rows * cols));
+  int64_t offset = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t col = 0; col < cols; ++col) {
+      OROCHI_ASSIGN_OR_RETURN(const Tensor tile, tile_on_device(tile_latents(c, window, plan, r, col)));
+      float* dst = static_cast<float*>(const_cast<void*>(tiles.raw_data())) + offset;
+      OROCHI_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(dst, tile.raw_data(), tile.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+      slot[static_cast<size_t>(r * cols + col)] = dst;
+      offset += tile.numel();
+    }
+  const int64_t H = clip.dim(2), W = clip.dim(3);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t col = 0; col < cols; ++col) {
+      const int64_t th = plan.rows.lengths[r], tw = plan.cols.lengths[col];
+      cuda::kernels::StitchTile t;
+      t.out = static_cast<float*>(const_cast<void*>(clip.raw_data()));
+      t.out_h = H;
+      t.out_w = W;
+      t.tile = slot[static_cast<size_t>(r * cols + col)];
+      t.planes = ch * wf;
+      t.tile_h = th;
+      t.tile_w = tw;
+      t.keep_h = r + 1 < rows ? th - plan.rows.overlaps[r] : th;
+      t.keep_w = col + 1 < cols ? tw - plan.cols.overlaps[col] : tw;
+      t.y0 = plan.rows.starts[r];
+      t.x0 = plan.cols.starts[col];
+      if (r > 0) {
+        t.up = slot[static_cast<size_t>((r - 1) * cols + col)];
+        t.up_h = plan.rows.lengths[r - 1];
+        t.n_up = std::min({t.up_h, th, plan.rows.overlaps[r - 1]});
+      }
+      if (col > 0) {
+        t.left = slot[static_cast<size_t>(r * cols + col - 1)];
+        t.left_w = plan.cols.lengths[col - 1];
+        t.n_left = std::min({t.left_w, tw, plan.cols.overlaps[col - 1]});
+      }
+      OROCHI_CUDA_RETURN_IF_ERROR(
+          cuda::kernels::launch_vae_stitch_tile(t, options.blend_precision == BlendPrecision::kF16, stream_));
+    }
+  return Status::ok();
 }
 
 }  // namespace orochi::h3vae::gpu

@@ -213,6 +213,11 @@ Expected<Tensor> GpuVideoDecoder::run_tile(int64_t T, int64_t H, int64_t W) {
 }
 
 Expected<Tensor> GpuVideoDecoder::decode_tile(const Tensor& z_in) {
+  OROCHI_ASSIGN_OR_RETURN(const Tensor tile, tile_on_device(z_in));
+  return cuda::download(tile, stream_);
+}
+
+Expected<Tensor> GpuVideoDecoder::tile_on_device(const Tensor& z_in) {
   OROCHI_RETURN_IF_ERROR(check_ready("decode_tile"));
   const int64_t C = config_.latent_channels;
   if (!z_in.defined() || z_in.device().kind != DeviceKind::kCPU || z_in.dtype() != DType::kF32 || z_in.ndim() != 4 ||
@@ -234,8 +239,7 @@ Expected<Tensor> GpuVideoDecoder::decode_tile(const Tensor& z_in) {
     for (int64_t n = 0; n < N; ++n) dst[n * C + ch] = src[ch * N + n];
   // f16 as the autocast conv casts its input (nearest even).
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(tokens, rows(buf_->latents, N), stream_));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor tile, run_tile(T, H, W));
-  return cuda::download(tile, stream_);
+  return run_tile(T, H, W);
 }
 
 }  // namespace orochi::h3vae::gpu

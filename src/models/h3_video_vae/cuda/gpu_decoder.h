@@ -71,6 +71,9 @@ class GpuVideoDecoder {
   // As the CPU decode_clip / decode_chunk / decode (tiling.h, temporal.h), with every tile on the GPU.
   Expected<Tensor> decode_clip(const Tensor& window, const DecodeOptions& options);
   Expected<Tensor> decode_chunk(const Tensor& latents, int64_t chunk, const DecodeOptions& options);
+  // The whole video: every tile, the stitching and the chunk cross-fades on the device (the host's
+  // arithmetic, bit for bit), one download at the end. Allocates one arena for the decode's tiles,
+  // two clips and the video (sized from the plan) for the duration of the call.
   Expected<Tensor> decode(const Tensor& latents, const DecodeOptions& options = {},
                           const ChunkProgress& progress = nullptr);
 
@@ -93,6 +96,13 @@ class GpuVideoDecoder {
   Status block(const GpuBlock& b, int64_t S);
   // Runs the ViT on the [N, C] f16 latents already in the buffers; leaves the tile (f32) on the device.
   Expected<Tensor> run_tile(int64_t T, int64_t H, int64_t W);
+  // decode_tile without the download: the tile [out_ch, T·pt, h·p, w·p] f32 in the activation arena,
+  // valid until the next tile.
+  Expected<Tensor> tile_on_device(const Tensor& z);
+  // Decodes chunk `chunk` of `latents` and stitches its tiles into `clip` (device f32
+  // [out_ch, window_frames, H·p, W·p]), using `tiles` (device f32, room for every tile of the plan).
+  Status stitch_chunk_on_device(const Tensor& latents, int64_t chunk, const DecodeOptions& options,
+                                const Tensor& tiles, const Tensor& clip);
 
   VideoVaeConfig config_;
   int device_ = 0;

@@ -1,0 +1,106 @@
+// `orochi plan`: the memory plan of a request on the given GPUs, from the configs alone (no weight
+// is loaded): pools per phase and GPU, weight tiers, a fits / does-not-fit summary with fixes, the
+// equivalent single-GPU capacity of 1..N GPUs, and --json. Exit 0 when it fits, 1 when it does not
+// (or on bad input), 2 on usage errors.
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/args.h"
+#include "apps/commands.h"
+#include "planner/plan_memory.h"
+#include "planner/plan_report.h"
+
+namespace orochi::apps {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
+    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|tpN|spN] [--tiers resident,peer,host]\n"
+    "                   [--staging-slots 2] [--link nvlink|pcie] [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
+    "  --model        'h3' (released configs, default) or a diffusers-layout folder: only the config.json files of\n"
+    "                 transformer/, vae/, audio_vae/ and text_encoder/ are read\n"
+    "  --vram-per-gpu usable GiB per GPU (139 = an H200)\n"
+    "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; GPUs beyond N store weights\n"
+    "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
+    "exit code: 0 fits, 1 does not fit or bad input, 2 usage\n";
+
+Expected<planner::TierPolicy> parse_tiers(const std::string& text, int64_t slots) {
+  planner::TierPolicy p;
+  p.peer = p.host = false;
+  std::stringstream in(text);
+  std::string word;
+  bool resident = false;
+  while (std::getline(in, word, ',')) {
+    if (word == "resident") resident = true;
+    else if (word == "peer") p.peer = true;
+    else if (word == "host") p.host = true;
+    else return invalid_argument("--tiers takes a comma list of resident, peer, host; got '" + word + "'");
+  }
+  if (!resident) return invalid_argument("--tiers must include resident (the computing GPU), got '" + text + "'");
+  if (slots < 1 || slots > 8) return invalid_argument("--staging-slots must be in [1, 8], got " + std::to_string(slots));
+  p.staging_slots = static_cast<int>(slots);
+  return p;
+}
+
+Expected<planner::PlanInput> parse_input(const Args& args) {
+  planner::PlanInput in;
+  OROCHI_ASSIGN_OR_RETURN(in.models, planner::load_model_configs(args.get("model", "h3")));
+  OROCHI_ASSIGN_OR_RETURN(in.request, planner::request_for_resolution(args.get("res", "768p")));
+  OROCHI_ASSIGN_OR_RETURN(in.request.frames, args.get_int("frames", 124));
+  OROCHI_ASSIGN_OR_RETURN(in.request.steps, args.get_int("steps", 8));
+  OROCHI_ASSIGN_OR_RETURN(in.request.text_rows, args.get_int("text-rows", 256));
+  OROCHI_ASSIGN_OR_RETURN(const int64_t gpus, args.get_int("gpus", 1));
+  if (gpus < 1 || gpus > 64) return invalid_argument("--gpus must be in [1, 64], got " + std::to_string(gpus));
+  in.gpus.count = static_cast<int>(gpus);
+  OROCHI_ASSIGN_OR_RETURN(const double vram, args.get_double("vram-per-gpu", 139.0));
+  if (!(vram > 0) || vram > 1e6)
+    return invalid_argument("--vram-per-gpu must be a positive number of GiB (e.g. 24 or 139), got " +
+                            args.get("vram-per-gpu", ""));
+  in.gpus.vram_bytes = planner::from_gib(vram);
+  const std::string link = args.get("link", "nvlink");
+  if (link != "nvlink" && link != "pcie")
+    return invalid_argument("--link must be nvlink or pcie, got '" + link + "'");
+  OROCHI_ASSIGN_OR_RETURN(in.gpus.peer_gbps, args.get_double("peer-gbps", link == "nvlink" ? 300.0 : 25.0));
+  OROCHI_ASSIGN_OR_RETURN(in.gpus.host_gbps, args.get_double("host-gbps", 25.0));
+  OROCHI_ASSIGN_OR_RETURN(in.gpus.tflops, args.get_double("tflops", 580.0));
+  if (!(in.gpus.peer_gbps > 0) || !(in.gpus.host_gbps > 0) || !(in.gpus.tflops > 0))
+    return invalid_argument("--peer-gbps, --host-gbps and --tflops must be positive");
+  OROCHI_ASSIGN_OR_RETURN(in.layout, planner::parse_parallel_layout(args.get("parallel", "none")));
+  OROCHI_ASSIGN_OR_RETURN(const int64_t slots, args.get_int("staging-slots", 2));
+  OROCHI_ASSIGN_OR_RETURN(in.tiers, parse_tiers(args.get("tiers", "resident,peer,host"), slots));
+  return in;
+}
+
+}  // namespace
+
+int run_plan(const std::vector<std::string>& argv) {
+  Expected<Args> args = Args::parse(argv,
+                                    {"model", "res", "frames", "steps", "text-rows", "gpus", "vram-per-gpu", "parallel",
+                                     "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops"},
+                                    {"json", "help"});
+  if (!args) {
+    std::fputs(kUsage, stderr);
+    return fail(args.status());
+  }
+  if (args->has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!args->positionals().empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  Expected<planner::PlanInput> input = parse_input(*args);
+  if (!input) return fail(input.status());
+  Expected<planner::MemoryPlan> plan = planner::plan_memory(*input);
+  if (!plan) return fail(plan.status());
+  if (args->has("json"))
+    std::printf("%s\n", planner::plan_json(*plan).dump(2).c_str());
+  else
+    std::fputs(planner::plan_text(*plan).c_str(), stdout);
+  return plan->fits ? 0 : 1;
+}
+
+}  // namespace orochi::apps

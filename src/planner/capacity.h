@@ -1,0 +1,23 @@
+// What more GPUs buy for one request: the equivalent single-GPU capacity of 1..N GPUs under each
+// layout, and, for a request that does not fit, the changes that make it fit (each one re-planned).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/plan_memory.h"
+
+namespace orochi::planner {
+
+// plan_memory without the capacity table and suggestions (they re-plan through this).
+Expected<MemoryPlan> plan_memory_impl(const PlanInput& input, bool with_extras);
+
+// Rows for n = 1..input.gpus.count: "none" for one GPU, then tp n and sp n where n divides the
+// heads. Every weight resident (the capacity a layout gives, without streaming).
+Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input);
+
+// Re-plans with: weights allowed in host RAM / on peers; more GPUs of the same size under tp or sp
+// (up to 8); a smaller canvas; fewer frames. Returns the ones that fit, as advice with the flags.
+std::vector<std::string> suggest_fixes(const PlanInput& input);
+
+}  // namespace orochi::planner

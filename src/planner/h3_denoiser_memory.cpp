@@ -1,0 +1,156 @@
+#include "planner/h3_denoiser_memory.h"
+
+#include <algorithm>
+
+#include "models/h3/parameters.h"
+
+namespace orochi::planner {
+namespace {
+
+constexpr uint64_t kArenaAlignment = 256;  // cuda::DeviceArena::kAlignment
+uint64_t aligned(uint64_t bytes) { return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+uint64_t buffer(int64_t elements, uint64_t element_bytes) {
+  return aligned(static_cast<uint64_t>(std::max<int64_t>(elements, 0)) * element_bytes);
+}
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// As gpu_weights.cpp: the checkpoint's f32 islands stay f32 on the GPU, the rest is bf16.
+bool is_f32_island(const std::string& name) {
+  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
+    if (starts_with(name, p)) return true;
+  return false;
+}
+
+// The linears tensor parallelism splits (column: q, k, v, FFN in; row: out, FFN out).
+bool is_tp_split(const std::string& name) {
+  for (const char* l : {"attn.to_q.weight", "attn.to_k.weight", "attn.to_v.weight", "attn.to_out.0.weight",
+                        "ff.net.0.proj.weight", "ff.net.2.weight"})
+    if (ends_with(name, l)) return true;
+  return false;
+}
+
+std::string group_of(const std::string& name) {
+  if (h3::param_group_of(name) == h3::ParamGroup::kAdaln) return "adaln";
+  if (starts_with(name, "token_refiner.")) return "refiner";
+  if (starts_with(name, "transformer_blocks.")) {
+    const size_t end = name.find('.', 19);
+    return "block " + name.substr(19, end - 19);
+  }
+  if (starts_with(name, "norm_out.") || starts_with(name, "proj_out.") || starts_with(name, "audio_proj_out."))
+    return "heads";
+  return "embedders";
+}
+
+}  // namespace
+
+Status check_h3_layout(const h3::H3Config& c, const ParallelLayout& layout) {
+  const int64_t n = layout.degree;
+  if (layout.kind == ParallelLayout::Kind::kNone) return Status::ok();
+  if (c.num_attention_heads % n != 0 || c.ffn_dim % n != 0) {
+    std::string ok;
+    for (int64_t d = 2; d <= std::min<int64_t>(c.num_attention_heads, 16); ++d)
+      if (c.num_attention_heads % d == 0 && c.ffn_dim % d == 0) ok += (ok.empty() ? "" : ", ") + std::to_string(d);
+    return invalid_argument("--parallel " + layout.name() + ": " + std::to_string(n) + " does not divide the " +
+                            std::to_string(c.num_attention_heads) + " attention heads (and FFN width " +
+                            std::to_string(c.ffn_dim) + ") of the denoiser; use a degree of " + ok);
+  }
+  return Status::ok();
+}
+
+std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelLayout& layout) {
+  const uint64_t tp = layout.kind == ParallelLayout::Kind::kTensor ? static_cast<uint64_t>(layout.degree) : 1;
+  std::vector<WeightGroup> groups;
+  auto group = [&](const std::string& name) -> WeightGroup& {
+    for (WeightGroup& g : groups)
+      if (g.name == name) return g;
+    groups.push_back({name, 0, true, Tier::kResident, -1});
+    return groups.back();
+  };
+  for (const char* first : {"embedders", "refiner"}) group(first);
+  for (int64_t i = 0; i < c.num_layers; ++i) group("block " + std::to_string(i));
+  group("heads");
+  group("adaln");
+  for (const h3::ParamSpec& spec : h3::h3_parameters(c)) {
+    const std::string g = group_of(spec.name);
+    uint64_t elements = static_cast<uint64_t>(shape_numel(spec.shape));
+    if (g == "adaln") {
+      group(g).bytes += elements * 2;  // bf16 in host RAM, not an arena
+      continue;
+    }
+    if (is_tp_split(spec.name)) elements /= tp;
+    group(g).bytes += aligned(elements * (is_f32_island(spec.name) ? 4 : 2));
+  }
+  for (WeightGroup& g : groups) {
+    if (g.name == "adaln") g.tier = Tier::kStreamedOnce;
+    // The embedders and heads are small and run outside the block loop: keep them resident.
+    if (g.name == "embedders" || g.name == "heads") g.streamable = false;
+  }
+  return groups;
+}
+
+std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const RequestShape& s, const ParallelLayout& layout) {
+  const bool tp = layout.kind == ParallelLayout::Kind::kTensor, sp = layout.kind == ParallelLayout::Kind::kSequence;
+  const int64_t n = layout.degree;
+  const int64_t H = c.hidden_size, T = c.time_embed_dim, L = s.text_rows, nt = s.timesteps;
+  const int64_t inner = tp ? c.inner_dim() / n : c.inner_dim(), F = tp ? c.ffn_dim / n : c.ffn_dim;
+  // Rows this GPU holds: the whole sequence, or 1/N of it under Ulysses.
+  const int64_t S = sp ? ceil_div(s.rows, n) : s.rows;
+  const int64_t Nv = sp ? ceil_div(s.video_rows, n) : s.video_rows;
+  const int64_t Na = sp ? ceil_div(s.audio_rows, n) : s.audio_rows;
+  const PoolKind state = PoolKind::kRequestState, act = PoolKind::kActivations;
+  std::vector<BufferBytes> b = {
+      // inputs and per-request state (gpu_runner.cpp RequestBuffers, same order)
+      {state, "video rows in f32 [Nv, 96]", buffer(Nv * c.video_patch_dim(), 4)},
+      {state, "audio rows in f32 [Na, 32]", buffer(Na * c.audio_in_channels, 4)},
+      {state, "text features bf16 [L, 5120]", buffer(L * c.text_dim, 2)},
+      {state, "row indices i64", buffer(Nv, 8) + buffer(Na, 8) + buffer(L, 8) + 2 * buffer(S, 8)},
+      {state, "RoPE cos/sin bf16 [S, 96]", 2 * buffer(S * c.rotary_dim(), 2)},
+      {state, "AdaLN tables bf16 [layers, n_t*3, 6H]", buffer(c.num_layers * nt * h3::kModalities * 6 * H, 2)},
+      {state, "final table bf16 [n_t, 2H]", buffer(nt * 2 * H, 2)},
+      // the staging slot the AdaLN projections stream through, once per request
+      {PoolKind::kStaging, "AdaLN slot bf16 [18H, T] + bias", buffer(6 * h3::kModalities * H * T, 2) +
+                                                                   buffer(6 * h3::kModalities * H, 2)},
+      {PoolKind::kStaging, "time embedding f32/bf16 [n_t, ...]",
+       buffer(nt * c.freq_dim, 4) + buffer(nt * c.time_embed_hidden_dim, 4) + buffer(nt * T, 4) + buffer(nt * T, 2)},
+      // one step's activations
+      {act, "h, a, o2 bf16 [S, H]", 3 * buffer(S * H, 2)},
+      {act, "q, k, v, o bf16 [S, inner]", 4 * buffer(S * inner, 2)},
+      {act, "FFN u bf16 [S, 2F]", buffer(S * 2 * F, 2)},
+      {act, "FFN g bf16 [S, F]", buffer(S * F, 2)},
+      {act, "text rows bf16 [L, H]", buffer(L * H, 2)},
+      {act, "patch rows f32 [max(Nv, Na), H]", buffer(std::max(Nv, Na) * H, 4)},
+      {state, "outputs f32 [Nv, 96] + [Na, 32]",
+       buffer(Nv * c.video_patch_dim(), 4) + buffer(Na * c.audio_in_channels, 4)},
+  };
+  // cuDNN SDPA forward: softmax statistics per head and row, f32 (estimate; the GPU asks cuDNN).
+  const int64_t heads = tp || sp ? c.num_attention_heads / n : c.num_attention_heads;
+  b.push_back({PoolKind::kScratch, "attention workspace (estimate)",
+               buffer(heads * std::max(s.rows, L) * 2, 4) + kArenaAlignment});
+  b.push_back({PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB});  // GemmRunner::kDefaultWorkspaceBytes
+  if (tp) {
+    // The all-reduce of o2 and of the FFN output runs in place; a second [S, H] buffer lets the
+    // chunked FFN reduce one chunk while the next chunk's GEMM writes.
+    b.push_back({PoolKind::kComm, "all-reduce overlap buffer bf16 [S, H]", buffer(S * H, 2)});
+  }
+  if (sp) {
+    // Ulysses: q, k, v arrive as [S, heads/N] after all_to_all; receive buffers for the three
+    // (the output's reverse all_to_all reuses one).
+    b.push_back({PoolKind::kComm, "all_to_all receive q, k, v bf16 [S/N, inner]", 3 * buffer(S * inner, 2)});
+  }
+  if (tp || sp) b.push_back({PoolKind::kComm, "NCCL channel buffers (estimate)", 64 * kMiB});
+  return b;
+}
+
+uint64_t h3_request_arena_bytes(const h3::H3Config& config, const RequestShape& shape) {
+  uint64_t bytes = kArenaAlignment;  // request_arena_bytes adds one alignment
+  for (const BufferBytes& b : h3_request_buffers(config, shape, ParallelLayout{}))
+    if (b.name != "cuBLASLt workspace") bytes += b.bytes;  // the GEMM runner allocates its own
+  return bytes;
+}
+
+}  // namespace orochi::planner

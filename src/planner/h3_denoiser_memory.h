@@ -1,0 +1,44 @@
+// The MiniMax-H3 denoiser's memory on one computing GPU: its weight groups (bf16 block linears and
+// norms, f32 islands, AdaLN projections streamed once per request) and its request arena, split
+// the way tensor (tp N) or sequence (sp N, Ulysses) parallelism splits them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/h3/config.h"
+#include "planner/plan_request.h"
+#include "planner/plan_types.h"
+#include "planner/request_shape.h"
+
+namespace orochi::planner {
+
+// One buffer of a GPU arena and the pool it belongs to.
+struct BufferBytes {
+  PoolKind pool;
+  std::string name;
+  uint64_t bytes;
+};
+
+// Groups in execution order: "embedders", "refiner", "block 0".."block N-1", "heads", and
+// "adaln" (Tier::kStreamedOnce: the projections only build the per-request tables). Bytes per
+// computing GPU, each tensor rounded to the arena's 256 B as gpu_weights.cpp's
+// resident_weight_bytes does; tp N divides the block and refiner linears by N.
+std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const ParallelLayout& layout);
+
+// The GPU runner's request arena for one computing GPU, buffer by buffer. For layout none this
+// MIRRORS RequestBuffers::specs and request_arena_bytes in src/models/h3/cuda/gpu_runner.cpp (keep
+// the two lists in step); tp N splits q/k/v/o and the FFN intermediates by N, sp N splits every
+// per-row buffer by N (the text rows stay whole) and adds the all-to-all receive buffers.
+std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& config, const RequestShape& shape,
+                                            const ParallelLayout& layout);
+
+// Sum of h3_request_buffers for one GPU (layout none): what request_arena_bytes() gives, with the
+// attention workspace estimated (cuDNN reports its own only on a GPU).
+uint64_t h3_request_arena_bytes(const h3::H3Config& config, const RequestShape& shape);
+
+// The checks a layout needs against the model: heads (and FFN width) divisible by N.
+Status check_h3_layout(const h3::H3Config& config, const ParallelLayout& layout);
+
+}  // namespace orochi::planner

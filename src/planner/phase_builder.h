@@ -1,0 +1,28 @@
+// Turns one phase's weight groups and buffers into per-GPU pools: places the weights in tiers,
+// then lays out the computing GPUs (0..N-1) and the store GPUs (N..count-1).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/h3_denoiser_memory.h"
+#include "planner/plan_request.h"
+#include "planner/plan_types.h"
+
+namespace orochi::planner {
+
+struct PhaseSpec {
+  std::string name, about;
+  ParallelLayout layout;  // of this phase (may be narrower than the request's)
+  std::vector<std::string> notes;
+  std::vector<WeightGroup> groups;
+  std::vector<BufferBytes> buffers;  // per computing GPU
+  int64_t passes = 1;                // passes over the weights per request
+};
+
+PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus, const TierPolicy& policy);
+
+// "embedders, refiner, block 0-29" for the groups in `tier` (consecutive numbered names joined).
+std::string describe_groups(const std::vector<WeightGroup>& groups, Tier tier);
+
+}  // namespace orochi::planner

@@ -1,0 +1,90 @@
+// plan_json: the same data as plan_text, for scripts and the server.
+#include "planner/phase_builder.h"
+#include "planner/plan_report.h"
+
+namespace orochi::planner {
+namespace {
+
+nlohmann::json gpu_json(const GpuPlan& g) {
+  nlohmann::json pools = nlohmann::json::array();
+  for (const Pool& p : g.pools) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const PoolItem& i : p.items) items.push_back({{"name", i.name}, {"bytes", i.bytes}});
+    pools.push_back({{"pool", pool_name(p.kind)}, {"bytes", p.bytes()}, {"items", items}});
+  }
+  return {{"gpu", g.gpu}, {"role", g.role}, {"total_bytes", g.total()}, {"pools", pools}};
+}
+
+nlohmann::json phase_json(const PhasePlan& phase) {
+  nlohmann::json gpus = nlohmann::json::array(), groups = nlohmann::json::array();
+  for (const GpuPlan& g : phase.gpus) gpus.push_back(gpu_json(g));
+  for (const WeightGroup& w : phase.groups) {
+    nlohmann::json j{{"name", w.name}, {"bytes", w.bytes}, {"tier", tier_name(w.tier)}};
+    if (w.tier == Tier::kPeer) j["peer_gpu"] = w.peer_gpu;
+    groups.push_back(j);
+  }
+  return {{"name", phase.name},
+          {"about", phase.about},
+          {"layout", phase.layout},
+          {"notes", phase.notes},
+          {"gpus", gpus},
+          {"weight_groups", groups},
+          {"host_bytes", phase.host_bytes},
+          {"peer_read_bytes_per_pass", phase.peer_read_bytes},
+          {"host_read_bytes_per_pass", phase.host_read_bytes},
+          {"streamed_once_bytes", phase.streamed_once_bytes},
+          {"passes", phase.passes}};
+}
+
+}  // namespace
+
+nlohmann::json plan_json(const MemoryPlan& plan) {
+  const PlanInput& in = plan.input;
+  const RequestShape& s = plan.shape;
+  nlohmann::json phases = nlohmann::json::array(), capacity = nlohmann::json::array();
+  for (const PhasePlan& p : plan.phases) phases.push_back(phase_json(p));
+  for (const CapacityRow& r : plan.capacity)
+    capacity.push_back({{"gpus", r.gpus},
+                        {"layout", r.layout},
+                        {"per_gpu_bytes", r.per_gpu},
+                        {"overhead_bytes", r.overhead},
+                        {"equivalent_bytes", r.equivalent},
+                        {"fits", r.per_gpu <= in.gpus.vram_bytes}});
+  return {{"model", in.models.source},
+          {"request",
+           {{"width", s.geometry.width},
+            {"height", s.geometry.height},
+            {"frames", s.geometry.frames},
+            {"latent_frames", s.geometry.latent_frames},
+            {"steps", s.steps},
+            {"text_rows", s.text_rows},
+            {"packed_rows", s.rows},
+            {"video_rows", s.video_rows},
+            {"audio_rows", s.audio_rows},
+            {"table_timesteps", s.timesteps},
+            {"vae_chunks", s.vae_chunks},
+            {"vae_tiles_per_chunk", s.vae_tiles_per_chunk},
+            {"vae_tile_tokens", s.vae_tile_tokens}}},
+          {"gpus",
+           {{"count", in.gpus.count},
+            {"vram_bytes_per_gpu", in.gpus.vram_bytes},
+            {"peer_gbps", in.gpus.peer_gbps},
+            {"host_gbps", in.gpus.host_gbps},
+            {"tflops", in.gpus.tflops}}},
+          {"layout", in.layout.name()},
+          {"tiers", {{"peer", in.tiers.peer}, {"host", in.tiers.host}, {"staging_slots", in.tiers.staging_slots}}},
+          {"phases", phases},
+          {"fits", plan.fits},
+          {"spare_bytes", plan.spare},
+          {"shortfall_bytes", plan.shortfall},
+          {"tightest", plan.tightest},
+          {"summary", plan_summary_line(plan)},
+          {"suggestions", plan.suggestions},
+          {"host_weight_bytes", plan.host_weight_bytes},
+          {"host_output_bytes", plan.host_output_bytes},
+          {"step_compute_s", plan.step_compute_s},
+          {"step_stream_s", plan.step_stream_s},
+          {"capacity", capacity}};
+}
+
+}  // namespace orochi::planner

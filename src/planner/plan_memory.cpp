@@ -1,0 +1,160 @@
+#include "planner/plan_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "models/h3/flops.h"
+#include "planner/capacity.h"
+#include "planner/decode_memory.h"
+#include "planner/h3_denoiser_memory.h"
+#include "planner/phase_builder.h"
+#include "planner/text_encoder_memory.h"
+
+namespace orochi::planner {
+namespace {
+
+constexpr uint64_t kContextBytes = 256 * kMiB;     // CUDA context + cuBLASLt/cuDNN handles (lazy loading)
+constexpr uint64_t kMinSafetyBytes = 512 * kMiB;   // fragmentation, other processes
+
+std::string count(int64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
+  PhaseSpec p;
+  p.name = "text encoder";
+  const qwen3vl::TextConfig& t = in.models.text_encoder;
+  p.about = "Qwen3-VL text decoder, " + std::to_string(in.models.text_layers) + " of " +
+            std::to_string(t.num_hidden_layers) + " layers, bf16, L = " + count(shape.text_rows) + " prompt tokens";
+  p.layout = in.layout;
+  if (Status s = check_text_encoder_layout(in.models, in.layout); !s.is_ok()) {
+    p.layout = ParallelLayout{};
+    p.notes.push_back(s.message() + ": it runs on GPU 0 alone");
+  }
+  p.groups = text_encoder_weight_groups(in.models, p.layout);
+  p.buffers = text_encoder_buffers(in.models, shape.text_rows, p.layout);
+  p.notes.push_back("freed before the denoiser phase; only the features [L, " + std::to_string(t.hidden_size) +
+                    "] stay");
+  return p;
+}
+
+PhaseSpec denoiser_phase(const PlanInput& in, const RequestShape& shape) {
+  PhaseSpec p;
+  p.name = "denoiser";
+  p.about = "MiniMax-H3 denoiser, S = " + count(shape.rows) + " rows (video " + count(shape.video_rows) +
+            ", audio " + count(shape.audio_rows) + ", text " + count(shape.text_rows) + "), " +
+            std::to_string(shape.steps) + " steps, AdaLN tables for " + std::to_string(shape.timesteps) +
+            " timesteps";
+  p.layout = in.layout;
+  p.groups = h3_weight_groups(in.models.transformer, in.layout);
+  p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout);
+  p.passes = shape.steps;
+  p.notes.push_back("AdaLN projections stay in host RAM: streamed once per request to build the tables");
+  p.notes.push_back("freed before decode; the latents go to the host");
+  return p;
+}
+
+PhaseSpec decode_phase(const PlanInput& in, const RequestShape& shape) {
+  PhaseSpec p;
+  p.name = "decode";
+  p.about = "video VAE " + std::to_string(shape.vae_chunks) + " chunks x " + std::to_string(shape.vae_tiles_per_chunk) +
+            " tiles of " + count(shape.vae_tile_tokens) + " voxels; audio VAE 2 x " +
+            std::to_string(shape.geometry.audio_latents) + " latents";
+  p.layout = in.layout;
+  p.groups = decode_weight_groups(in.models);
+  p.buffers = decode_buffers(in.models, shape);
+  if (in.layout.degree > 1)
+    p.notes.push_back("temporal chunks split over the " + std::to_string(in.layout.degree) +
+                      " GPUs (bit-exact); each holds both decoders");
+  p.notes.push_back("tiles and the waveform come back to the host, where chunks are stitched");
+  return p;
+}
+
+}  // namespace
+
+uint64_t margin_bytes(uint64_t cap) { return kContextBytes + std::max(kMinSafetyBytes, cap / 100); }
+
+Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, bool with_extras) {
+  if (in.gpus.count < 1 || in.gpus.count > 64)
+    return invalid_argument("--gpus must be in [1, 64], got " + std::to_string(in.gpus.count));
+  if (in.gpus.vram_bytes < kGiB / 4)
+    return invalid_argument("--vram-per-gpu must be a positive size in GiB (at least 0.25), got " +
+                            std::to_string(to_gib(in.gpus.vram_bytes)));
+  if (in.layout.degree > in.gpus.count)
+    return invalid_argument("--parallel " + in.layout.name() + " needs " + std::to_string(in.layout.degree) +
+                            " GPUs; pass --gpus " + std::to_string(in.layout.degree) + " or more");
+  OROCHI_RETURN_IF_ERROR(check_h3_layout(in.models.transformer, in.layout));
+  MemoryPlan plan;
+  plan.input = in;
+  OROCHI_ASSIGN_OR_RETURN(plan.shape, request_shape(in.models, in.request));
+  for (const PhaseSpec& spec :
+       {text_encoder_phase(in, plan.shape), denoiser_phase(in, plan.shape), decode_phase(in, plan.shape)})
+    plan.phases.push_back(build_phase(spec, in.gpus, in.tiers));
+
+  const uint64_t cap = in.gpus.vram_bytes;
+  plan.fits = true;
+  plan.spare = cap;
+  for (const PhasePlan& phase : plan.phases) {
+    for (const GpuPlan& g : phase.gpus) {
+      const uint64_t used = g.total();
+      const std::string where = "GPU " + std::to_string(g.gpu) + ", " + phase.name + " phase";
+      if (used > cap && used - cap > plan.shortfall) plan.shortfall = used - cap, plan.tightest = where;
+      if (used <= cap && cap - used < plan.spare && plan.shortfall == 0) plan.spare = cap - used, plan.tightest = where;
+    }
+    plan.host_weight_bytes += phase.host_bytes;
+  }
+  plan.fits = plan.shortfall == 0;
+  if (!plan.fits) plan.spare = 0;
+  const pipeline::VideoGeometry& g = plan.shape.geometry;
+  plan.host_output_bytes = static_cast<uint64_t>(3 * g.frames * g.width * g.height) * 4 +
+                           static_cast<uint64_t>(2 * g.audio_latents * in.models.audio_vae.hop_length()) * 4;
+  const PhasePlan& denoiser = plan.phases[1];
+  const double flops = h3::forward_flops(in.models.transformer, plan.shape.rows, plan.shape.text_rows).total();
+  plan.step_compute_s = flops / (in.layout.degree * in.gpus.tflops * 1e12);
+  plan.step_stream_s = static_cast<double>(denoiser.peer_read_bytes) / (in.gpus.peer_gbps * 1e9) +
+                       static_cast<double>(denoiser.host_read_bytes) / (in.gpus.host_gbps * 1e9);
+  if (with_extras) {
+    OROCHI_ASSIGN_OR_RETURN(plan.capacity, capacity_table(in));
+    if (!plan.fits) plan.suggestions = suggest_fixes(in);
+  }
+  return plan;
+}
+
+Expected<MemoryPlan> plan_memory(const PlanInput& input) { return plan_memory_impl(input, true); }
+
+Status check_fits(const MemoryPlan& plan) {
+  if (plan.fits) return Status::ok();
+  const uint64_t cap = plan.input.gpus.vram_bytes;
+  std::string detail;
+  for (const PhasePlan& phase : plan.phases)
+    for (const GpuPlan& g : phase.gpus) {
+      if (g.total() <= cap || "GPU " + std::to_string(g.gpu) + ", " + phase.name + " phase" != plan.tightest) continue;
+      char head[160];
+      std::snprintf(head, sizeof head, "GPU %d needs %.2f GiB in the %s phase (", g.gpu, to_gib(g.total()),
+                    phase.name.c_str());
+      detail = head;
+      bool first = true;
+      for (const Pool& p : g.pools) {
+        if (p.bytes() == 0) continue;
+        char part[64];
+        std::snprintf(part, sizeof part, "%s%s %.2f", first ? "" : ", ", pool_name(p.kind), to_gib(p.bytes()));
+        detail += part;
+        first = false;
+      }
+      detail += ")";
+    }
+  char tail[160];
+  std::snprintf(tail, sizeof tail, " but has %.2f GiB: %.2f GiB short", to_gib(cap), to_gib(plan.shortfall));
+  std::string message = "the request does not fit: " + detail + tail;
+  if (!plan.suggestions.empty()) {
+    message += "; to fit:";
+    for (const std::string& s : plan.suggestions) message += "\n  - " + s;
+  } else {
+    message += "; no layout of up to 8 such GPUs fits it: use larger GPUs or a smaller request";
+  }
+  return invalid_argument(message);
+}
+
+}  // namespace orochi::planner

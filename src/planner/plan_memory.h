@@ -1,0 +1,57 @@
+// plan_memory: the whole plan of one request (every phase, every GPU, every weight tier) from
+// configs alone, before any weight is loaded; check_fits: the refusal a run gives before loading.
+//
+//   PlanInput in{.models = *load_model_configs("h3"), .request = {...}, .gpus = {2, 24 * kGiB}};
+//   Expected<MemoryPlan> plan = plan_memory(in);
+//   if (Status s = check_fits(*plan); !s.is_ok()) return s;   // names the shortfall and the fixes
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/plan_request.h"
+#include "planner/plan_types.h"
+#include "planner/request_shape.h"
+
+namespace orochi::planner {
+
+// "N GPUs of this size behave like one GPU of `equivalent` bytes" for this request, all weights
+// resident: equivalent = N·cap − (N·per_gpu − per_gpu(1)), so the request fits the N GPUs exactly
+// when it would fit one GPU of that size.
+struct CapacityRow {
+  int gpus = 1;
+  std::string layout;        // "none", "tp2", "sp2"
+  uint64_t per_gpu = 0;      // the fullest GPU's need over the phases, all weights resident
+  uint64_t overhead = 0;     // N·per_gpu − per_gpu(1): bytes held twice or added for communication
+  int64_t equivalent = 0;    // may be negative for absurd requests
+};
+
+struct MemoryPlan {
+  PlanInput input;
+  RequestShape shape;
+  std::vector<PhasePlan> phases;  // text encoder, denoiser, decode (each frees the one before)
+  bool fits = false;
+  uint64_t spare = 0;      // least free bytes over GPUs and phases, when it fits
+  uint64_t shortfall = 0;  // most missing bytes over GPUs and phases, when it does not
+  std::string tightest;    // "GPU 0, denoiser phase"
+  uint64_t host_weight_bytes = 0;  // weights read from host RAM (host tier + streamed once), all phases
+  uint64_t host_output_bytes = 0;  // decoded frames f32 and waveform on the host
+  double step_compute_s = 0;       // denoiser forward at GpuSet::tflops per computing GPU (estimate)
+  double step_stream_s = 0;        // peer + host weight copies per forward per computing GPU
+  std::vector<std::string> suggestions;  // when it does not fit: changes that make it fit
+  std::vector<CapacityRow> capacity;     // 1..gpus.count
+};
+
+// Errors: invalid_argument for --gpus outside [1, 64], VRAM <= 0, a layout wider than the GPUs or
+// not dividing the denoiser's heads, and the request's own errors (request_shape).
+Expected<MemoryPlan> plan_memory(const PlanInput& input);
+
+// ok when the plan fits; otherwise invalid_argument with the tightest GPU's need, its cap, the
+// shortfall in GiB and the suggestions, e.g. "does not fit: GPU 0 needs 61.20 GiB in the denoiser
+// phase (weights 37.44, activations 7.07, ...) but has 24.00 GiB: 37.20 GiB short; to fit: ...".
+Status check_fits(const MemoryPlan& plan);
+
+// Per-GPU margin for the CUDA context, library handles and fragmentation.
+uint64_t margin_bytes(uint64_t cap);
+
+}  // namespace orochi::planner

@@ -1,0 +1,102 @@
+#include "planner/plan_request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace orochi::planner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Reads <model>/<component>/config.json; only the file, never the weights next to it.
+Expected<nlohmann::json> read_component_config(const std::string& model, const char* component) {
+  const fs::path path = fs::path(model) / component / "config.json";
+  std::ifstream in(path);
+  if (!in)
+    return not_found(path.string() + " not found: --model needs a diffusers-layout MiniMax-H3 folder with " +
+                     "transformer/, vae/, audio_vae/ and text_encoder/ config.json files (or --model h3 " +
+                     "for the released configs)");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    nlohmann::json j = nlohmann::json::parse(text.str());
+    if (!j.is_object()) return corrupt_file(path.string() + " must hold a JSON object; re-download it");
+    return j;
+  } catch (const nlohmann::json::exception& e) {
+    return corrupt_file(path.string() + " is not valid JSON (" + e.what() + "); re-download it");
+  }
+}
+
+}  // namespace
+
+Expected<ModelConfigs> load_model_configs(const std::string& model) {
+  ModelConfigs m;
+  if (model == "h3") return m;
+  std::error_code ec;
+  if (!fs::is_directory(model, ec))
+    return not_found(model + ": no such folder; pass a diffusers-layout MiniMax-H3 folder or 'h3'");
+  m.source = model;
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json t, read_component_config(model, "transformer"));
+  OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::H3Config::from_json(t));
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json v, read_component_config(model, "vae"));
+  OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::VideoVaeConfig::from_json(v));
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json a, read_component_config(model, "audio_vae"));
+  OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::AudioVaeConfig::from_json(a));
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json q, read_component_config(model, "text_encoder"));
+  OROCHI_ASSIGN_OR_RETURN(m.text_encoder, qwen3vl::TextConfig::from_json(q));
+  // A smaller test model conditions on its last hidden state when it has fewer than 50 layers.
+  m.text_layers = std::min<int64_t>(50, m.text_encoder.num_hidden_layers);
+  return m;
+}
+
+std::string ParallelLayout::name() const {
+  switch (kind) {
+    case Kind::kNone: return "none";
+    case Kind::kTensor: return "tp" + std::to_string(degree);
+    case Kind::kSequence: return "sp" + std::to_string(degree);
+  }
+  return "?";
+}
+
+Expected<ParallelLayout> parse_parallel_layout(const std::string& text) {
+  std::string s;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c)) && c != '=') s += static_cast<char>(std::tolower(c));
+  if (s == "none" || s == "1" || s.empty()) return ParallelLayout{};
+  auto bad = [&] {
+    return invalid_argument("--parallel must be none, tp N (tensor parallel) or sp N (Ulysses sequence parallel), got '" +
+                            text + "'");
+  };
+  if (s.size() < 3 || (s.compare(0, 2, "tp") != 0 && s.compare(0, 2, "sp") != 0)) return bad();
+  const std::string digits = s.substr(2);
+  if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return bad();
+  ParallelLayout p;
+  p.kind = s[0] == 't' ? ParallelLayout::Kind::kTensor : ParallelLayout::Kind::kSequence;
+  p.degree = std::stoi(digits);
+  if (p.degree < 1) return bad();
+  if (p.degree == 1) p.kind = ParallelLayout::Kind::kNone;
+  return p;
+}
+
+Expected<PlanRequest> request_for_resolution(const std::string& res, PlanRequest base) {
+  if (res == "480p") base.width = 832, base.height = 480;
+  else if (res == "544p") base.width = 960, base.height = 544;
+  else if (res == "768p") base.width = 1344, base.height = 768;
+  else {
+    const size_t x = res.find('x');
+    const auto numeric = [](const std::string& d) {
+      return !d.empty() && d.size() <= 5 && std::all_of(d.begin(), d.end(), ::isdigit);
+    };
+    if (x == std::string::npos || !numeric(res.substr(0, x)) || !numeric(res.substr(x + 1)))
+      return invalid_argument("--res must be 480p, 544p, 768p or WxH in pixels (e.g. 1024x576), got '" + res + "'");
+    base.width = std::stoll(res.substr(0, x));
+    base.height = std::stoll(res.substr(x + 1));
+  }
+  return base;
+}
+
+}  // namespace orochi::planner

@@ -1,0 +1,71 @@
+// What the planner is asked: the models (their configs), the request, the GPUs and the parallel
+// layout, and which weight tiers it may use.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "models/h3/config.h"
+#include "models/h3_audio_vae/config.h"
+#include "models/h3_video_vae/config.h"
+#include "models/qwen3vl/text_config.h"
+#include "planner/plan_types.h"
+
+namespace orochi::planner {
+
+// The four configs of an H3 pipeline; no weights.
+struct ModelConfigs {
+  std::string source = "h3";  // "h3" (released configs) or the folder they were read from
+  h3::H3Config transformer;
+  h3vae::VideoVaeConfig video_vae;
+  h3_audio::AudioVaeConfig audio_vae;
+  qwen3vl::TextConfig text_encoder = qwen3vl::TextConfig::qwen3vl_32b();
+  int64_t text_layers = 50;  // H3 conditions on hidden_states[50]: layers past it are never run
+};
+
+// "h3": the released configs. Otherwise a diffusers-layout folder: reads only the config.json of
+// transformer/, vae/, audio_vae/ and text_encoder/ (not_found naming the missing file).
+Expected<ModelConfigs> load_model_configs(const std::string& model);
+
+struct ParallelLayout {
+  enum class Kind { kNone, kTensor, kSequence };
+  Kind kind = Kind::kNone;
+  int degree = 1;  // GPUs that compute together
+  std::string name() const;  // "none", "tp2", "sp4"
+};
+// "none", "tp2" / "tp 2" / "tp=2", "sp4" (Ulysses sequence parallel).
+Expected<ParallelLayout> parse_parallel_layout(const std::string& text);
+
+struct GpuSet {
+  int count = 1;
+  uint64_t vram_bytes = 139 * kGiB;  // usable per GPU (an H200's)
+  double peer_gbps = 300.0;          // GPU -> GPU copy (NVLink 4 practical; PCIe P2P ~25)
+  double host_gbps = 25.0;           // pinned host -> GPU (PCIe 4 x16 practical)
+  double tflops = 580.0;             // dense bf16 per GPU, for the compute-time estimate (H200)
+};
+
+struct TierPolicy {
+  bool peer = true;   // may weights live on a store GPU?
+  bool host = true;   // may weights live in pinned host RAM?
+  int staging_slots = 2;  // K: block-sized slots streamed weights rotate through (prefetch i+1)
+};
+
+struct PlanRequest {
+  int64_t width = 1344, height = 768, frames = 124;
+  int64_t text_rows = 256;  // prompt tokens L
+  int64_t steps = 8;        // denoiser evaluations
+};
+
+// "480p" (832x480), "544p" (960x544), "768p" (1344x768) or "WxH" (e.g. "1024x576").
+Expected<PlanRequest> request_for_resolution(const std::string& res, PlanRequest base = {});
+
+struct PlanInput {
+  ModelConfigs models;
+  PlanRequest request;
+  GpuSet gpus;
+  ParallelLayout layout;
+  TierPolicy tiers;
+};
+
+}  // namespace orochi::planner
