@@ -125,7 +125,7 @@ TEST(CliGenerate, RefusesImpossibleSizesBeforeAnyWork) {
   EXPECT_TRUE(contains(r.output, "nonexistent-folder")) << r.output;
   r = run("--prompt hello" + out);
   EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(contains(r.output, "--text-features")) << r.output;
+  EXPECT_TRUE(contains(r.output, "tokenizer/ and text_encoder/")) << r.output;
   r = run("--speed 3" + out);
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(contains(r.output, "speed")) << r.output;
@@ -144,6 +144,9 @@ TEST(CliGenerate, CheckpointsNeedEveryComponentAndMatchingFeatures) {
   Result r = run(root.string() + out);
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(contains(r.output, "--text-features")) << r.output;
+  r = run(root.string() + " --prompt 'a red fox'" + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.output, "tokenizer/tokenizer.json is missing")) << r.output;
 
   // The tiny transformer's text_dim is 8: a 5-wide feature file is refused by name and shape.
   const std::string features = dir.file("features.safetensors");

@@ -3,6 +3,7 @@
 // (random weights) on the CPU, so a first-time user gets a file without a checkpoint.
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "models/h3/denoiser.h"
 #include "models/h3/summary.h"
 #include "pipeline/decoders.h"
+#include "pipeline/prompt_features.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
 #include "pipeline/text_features.h"
@@ -39,8 +41,10 @@ constexpr const char* kUsage =
     "usage: orochi generate [MODEL_DIR] [options]\n"
     "  MODEL_DIR              a diffusers-layout MiniMax-H3 folder (transformer/, vae/, audio_vae/);\n"
     "                         without it: the built-in tiny demo model (random weights, CPU)\n"
-    "  --text-features FILE   safetensors with prompt_embeds [L, 5120] (needed with MODEL_DIR until the\n"
-    "                         Qwen3-VL conditioner lands); the demo uses random features\n"
+    "  --prompt TEXT          the prompt, through MODEL_DIR's tokenizer/ and text_encoder/ (Qwen3-VL, the\n"
+    "                         residual after layer --text-layer, default 50), on --device\n"
+    "  --text-features FILE   instead of --prompt: safetensors with prompt_embeds [L, 5120]; the demo\n"
+    "                         uses random features\n"
     "  --width W --height H   canvas, multiples of 32 (demo 320x192, checkpoint 1344x768)\n"
     "  --frames F             17n + 5 frames at 24 fps (default 124 = 5.2 s)\n"
     "  --steps N              denoiser evaluations (demo 8, checkpoint 20)\n"
@@ -59,7 +63,8 @@ constexpr const char* kUsage =
     "  --quiet                no progress lines\n";
 
 struct Options {
-  std::optional<std::string> model_dir, text_features;
+  std::optional<std::string> model_dir, text_features, prompt;
+  int64_t text_layer = 0;
   int64_t width = 0, height = 0, frames = 0, steps = 0, seed = 0, crf = 18;
   double video_shift = 0, audio_shift = 0;
   std::string out, device;
@@ -73,18 +78,20 @@ Expected<Options> parse_options(const std::vector<std::string>& argv) {
   OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv,
                                                  {"text-features", "width", "height", "frames", "steps", "seed",
                                                   "video-shift", "audio-shift", "out", "crf", "prompt", "device",
-                                                  "text-rows"},
+                                                  "text-rows", "text-layer"},
                                                  {"json", "quiet", "random-weights"}));
   if (args.positionals().size() > 1)
     return invalid_argument("generate takes at most one MODEL_DIR, got " + std::to_string(args.positionals().size()) +
                             " positional arguments");
-  if (args.has("prompt"))
-    return unsupported("--prompt needs the Qwen3-VL conditioner, which is not wired into generate yet; pass the "
-                       "prompt's features with --text-features FILE (prompt_embeds [L, 5120] from diffusers' "
-                       "MiniMax-H3 text encoder step)");
   Options o;
   if (!args.positionals().empty()) o.model_dir = args.positionals()[0];
   if (args.has("text-features")) o.text_features = args.get("text-features", "");
+  if (args.has("prompt")) o.prompt = args.get("prompt", "");
+  if (o.prompt && o.text_features) return invalid_argument("pass --prompt or --text-features, not both");
+  if (o.prompt && !o.model_dir)
+    return invalid_argument("--prompt needs a MODEL_DIR with tokenizer/ and text_encoder/ (the built-in demo model "
+                            "has no text encoder: it runs on random features)");
+  OROCHI_ASSIGN_OR_RETURN(o.text_layer, args.get_int("text-layer", pipeline::kH3TextLayer));
   o.random_weights = args.has("random-weights");
   if (o.random_weights && o.model_dir)
     return invalid_argument("--random-weights replaces MODEL_DIR's weights; pass one or the other");
@@ -127,9 +134,16 @@ Status check_before_work(const Options& o) {
     return unsupported("this build cannot write MP4 (it was built without FFmpeg's libraries); run "
                        "scripts/install_deps.sh, then rebuild with scripts/build.sh");
   OROCHI_RETURN_IF_ERROR(io::check_output_path(o.out));
-  if (o.model_dir && !o.text_features)
-    return invalid_argument("a checkpoint needs conditioning: pass --text-features FILE (prompt_embeds from the "
-                            "Qwen3-VL text encoder); without MODEL_DIR the built-in demo model runs");
+  if (o.model_dir && !o.text_features && !o.prompt)
+    return invalid_argument("a checkpoint needs conditioning: pass --prompt TEXT, or --text-features FILE "
+                            "(prompt_embeds [L, 5120]); without MODEL_DIR the built-in demo model runs");
+  if (o.prompt) {
+    // The tokenizer and the text encoder's config, before any weight is read.
+    const std::string tokenizer = *o.model_dir + "/tokenizer";
+    if (!std::filesystem::exists(tokenizer + "/tokenizer.json"))
+      return not_found(tokenizer + "/tokenizer.json is missing: --prompt needs the checkpoint's tokenizer");
+    OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(*o.model_dir + "/text_encoder", o.text_layer));
+  }
   if (o.model_dir && !o.on_gpu()) {
     // The CPU path holds every transformer weight in f32: refuse a model that cannot fit.
     OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder folder, weights::ModelFolder::open(*o.model_dir + "/transformer"));
@@ -141,6 +155,23 @@ Status check_before_work(const Options& o) {
                               format_bytes(have) + " of RAM available. The real MiniMax-H3 needs a GPU.");
   }
   return Status::ok();
+}
+
+// --prompt: tokenize, then the text encoder on the run's device; its memory is freed before the
+// denoiser's is used.
+Expected<Tensor> encode_prompt(const Options& o, const h3::H3Config& transformer) {
+  const std::string text_encoder = *o.model_dir + "/text_encoder";
+  int64_t max_tokens = 0, hidden = 0;
+  OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(text_encoder, o.text_layer, &max_tokens, &hidden));
+  if (hidden != transformer.text_dim)
+    return unsupported("the text encoder's hidden size is " + std::to_string(hidden) + " but the transformer reads " +
+                       std::to_string(transformer.text_dim) + "-wide features: not one checkpoint's parts");
+  OROCHI_ASSIGN_OR_RETURN(const Tensor ids, pipeline::tokenize_prompt(*o.model_dir + "/tokenizer", *o.prompt, max_tokens));
+  if (!o.quiet)
+    std::fprintf(stderr, "orochi generate: prompt of %lld tokens through %lld text-encoder layers on %s\n",
+                 static_cast<long long>(ids.numel()), static_cast<long long>(o.text_layer), o.device.c_str());
+  if (o.on_gpu()) return gpu_encode_prompt(text_encoder, ids, o.text_layer, o.gpu_index());
+  return pipeline::encode_prompt_cpu(text_encoder, ids, o.text_layer);
 }
 
 }  // namespace
@@ -190,6 +221,10 @@ int run_generate(const std::vector<std::string>& argv) {
   request.audio_shift = opts->audio_shift;
   if (opts->text_features) {
     Expected<Tensor> features = pipeline::load_text_features(*opts->text_features, transformer_config.text_dim);
+    if (!features) return fail(features.status());
+    request.text_features = std::move(features).value();
+  } else if (opts->prompt) {
+    Expected<Tensor> features = encode_prompt(*opts, transformer_config);
     if (!features) return fail(features.status());
     request.text_features = std::move(features).value();
   } else {

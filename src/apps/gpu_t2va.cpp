@@ -9,6 +9,7 @@
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
+#include "models/qwen3vl/cuda/gpu_text_encoder.h"
 #include "pipeline/denoise_loop.h"
 #endif
 
@@ -116,6 +117,14 @@ Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, int device, c
       gpu_audio(audio, device, plan.geometry.audio_latents, [seed](auto& d) { return d.init_random(seed + 2); }));
 }
 
+Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_ids, int64_t layer, int device) {
+  OROCHI_ASSIGN_OR_RETURN(const qwen3vl::TextWeights host, qwen3vl::load_text_weights(dir, layer));
+  OROCHI_ASSIGN_OR_RETURN(auto encoder,
+                          qwen3vl::gpu::GpuTextEncoder::create(host.config, layer, device, token_ids.numel()));
+  OROCHI_RETURN_IF_ERROR(encoder->upload(host));
+  return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
+}
+
 nlohmann::json gpu_memory_report(int device) {
   size_t free = 0, total = 0;
   if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess)
@@ -134,6 +143,7 @@ Status no_cuda() {
 
 Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels&, int, const pipeline::T2vaPlan&) { return no_cuda(); }
 Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, int, const pipeline::T2vaPlan&, uint64_t) { return no_cuda(); }
+Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, int) { return no_cuda(); }
 nlohmann::json gpu_memory_report(int device) { return nlohmann::json{{"device", device}, {"error", "no CUDA"}}; }
 
 #endif

@@ -33,6 +33,11 @@ Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& models, int dev
 Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer_config, int device, const pipeline::T2vaPlan& plan,
                                   uint64_t seed);
 
+// The prompt's conditioning on GPU `device`: the first `layer` layers of `text_encoder_dir` uploaded
+// (bf16), run on token ids i64 [L], freed again before returning f32 [L, hidden].
+Expected<Tensor> gpu_encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
+                                   int device);
+
 // Per-GPU memory after a run: the device's used bytes (cudaMemGetInfo) and its total.
 nlohmann::json gpu_memory_report(int device);
 

@@ -98,6 +98,7 @@ Expected<TextConfig> TextConfig::from_json(const nlohmann::json& j) {
   OROCHI_ASSIGN_OR_RETURN(const nlohmann::json* t, text_fields(j));
   TextConfig c;
   OROCHI_RETURN_IF_ERROR(read_int(*t, "vocab_size", c.vocab_size));
+  OROCHI_RETURN_IF_ERROR(read_int(*t, "max_position_embeddings", c.max_position_embeddings));
   OROCHI_RETURN_IF_ERROR(read_int(*t, "hidden_size", c.hidden_size));
   OROCHI_RETURN_IF_ERROR(read_int(*t, "intermediate_size", c.intermediate_size));
   OROCHI_RETURN_IF_ERROR(read_int(*t, "num_hidden_layers", c.num_hidden_layers));

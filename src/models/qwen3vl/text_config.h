@@ -24,6 +24,7 @@ struct TextConfig {
   int64_t num_key_value_heads = 32;  // null / absent in the file: num_attention_heads
   int64_t head_dim = 128;
   double rms_norm_eps = 1e-6;
+  int64_t max_position_embeddings = 262144;  // the longest prompt the model was built for
   // RoPE: "rope_parameters" (transformers 5) or the legacy "rope_scaling" + "rope_theta" (the released
   // checkpoints); theta defaults to Qwen3VLTextConfig.default_theta, the section to the rotary class's.
   double rope_theta = 500000.0;
