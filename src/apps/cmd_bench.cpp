@@ -71,13 +71,19 @@ Status dump_forward(const std::string& path, const h3::H3Inputs& in, const pipel
 
 }  // namespace
 
+int run_bench_text(const std::vector<std::string>& argv);  // cmd_bench_text.cpp
+
 int run_bench(const std::vector<std::string>& argv) {
+  // `bench text` has its own options: hand it the whole argument list before parsing dit's.
+  if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
                                      "dump-outputs"},
                                     {"json", "profile"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
-    return fail(invalid_argument("usage: orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
+    return fail(invalid_argument("usage: orochi bench text [--tokens 256] [--layers 50] [--warmup 2] [--iters 5] "
+                                 "[--device 0] [--seed 7] [--json] [--dump-outputs PATH]\n"
+                                 "       orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
                                  "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 1] [--json] [--profile] "
                                  "[--dump-outputs PATH]\n  --dump-outputs PATH: after the timed forwards, write the "
                                  "last forward's video/audio outputs (f32) with its inputs, layout and timesteps to "

@@ -23,6 +23,7 @@
 #include "models/h3/denoiser.h"
 #include "models/h3/summary.h"
 #include "pipeline/decoders.h"
+#include "planner/plan_memory.h"
 #include "pipeline/prompt_features.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
@@ -52,8 +53,8 @@ constexpr const char* kUsage =
     "  --video-shift X --audio-shift Y   schedule shifts (default 12 and 3, the release's)\n"
     "  --out PATH             the MP4 to write (default output.mp4); the report goes to PATH.json\n"
     "  --crf Q                H.264 quality 0..51 (default 18)\n"
-    "  --device D             cpu, cuda or cuda:N (default: cpu for the demo, cuda:0 for a checkpoint in\n"
-    "                         a CUDA build)\n"
+    "  --device D             cpu, cuda or cuda:N (default: cpu for the demo, cuda:0 for a checkpoint when\n"
+    "                         this build and machine have a GPU)\n"
     "  --random-weights       the released shapes (33 B denoiser, 2.4 B video VAE, 151 M audio VAE) with\n"
     "                         random weights generated on the GPU: the full-size pipeline without a\n"
     "                         checkpoint, for benchmarks (needs --device cuda)\n"
@@ -96,11 +97,7 @@ Expected<Options> parse_options(const std::vector<std::string>& argv) {
   if (o.random_weights && o.model_dir)
     return invalid_argument("--random-weights replaces MODEL_DIR's weights; pass one or the other");
   const bool demo = !o.model_dir && !o.random_weights;
-#ifdef OROCHI_WITH_CUDA
-  o.device = args.get("device", demo ? "cpu" : "cuda:0");
-#else
-  o.device = args.get("device", "cpu");
-#endif
+  o.device = args.get("device", !demo && gpu_present() ? "cuda:0" : "cpu");
   if (o.device == "cuda") o.device = "cuda:0";
   const bool valid_gpu = o.device.rfind("cuda:", 0) == 0 && o.device.size() > 5 &&
                          o.device.find_first_not_of("0123456789", 5) == std::string::npos;
@@ -174,6 +171,30 @@ Expected<Tensor> encode_prompt(const Options& o, const h3::H3Config& transformer
   return pipeline::encode_prompt_cpu(text_encoder, ids, o.text_layer);
 }
 
+// A GPU run is planned from the configs before any weight is read (planner/), against the GPU's
+// memory as the driver reports it, and refused with the plan's numbers when it cannot fit. The
+// runtime keeps every weight resident, so the plan may not use the peer or host tiers.
+// Without a prompt the text-encoder phase does not run (0 layers planned); a folder without
+// text_encoder/ then has no full set of configs to plan from, and the run goes unplanned.
+Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const Options& o) {
+  if (o.model_dir && !o.prompt && !std::filesystem::exists(*o.model_dir + "/text_encoder/config.json"))
+    return std::optional<planner::MemoryPlan>();
+  planner::PlanInput in;
+  OROCHI_ASSIGN_OR_RETURN(in.models, planner::load_model_configs(o.model_dir ? *o.model_dir : "h3"));
+  in.models.text_layers = o.prompt ? o.text_layer : 0;
+  in.request.width = o.width;
+  in.request.height = o.height;
+  in.request.frames = o.frames;
+  in.request.text_rows = o.text_rows;  // an estimate for a prompt or a features file
+  in.request.steps = o.steps;
+  OROCHI_ASSIGN_OR_RETURN(in.gpus.vram_bytes, gpu_memory_total(o.gpu_index()));
+  in.tiers.peer = false;
+  in.tiers.host = false;
+  OROCHI_ASSIGN_OR_RETURN(planner::MemoryPlan plan, planner::plan_memory(in));
+  OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
+  return std::optional<planner::MemoryPlan>(std::move(plan));
+}
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& argv) {
@@ -186,6 +207,12 @@ int run_generate(const std::vector<std::string>& argv) {
   Expected<Options> opts = parse_options(argv);
   if (!opts) return fail(opts.status());
   if (Status s = check_before_work(*opts); !s.is_ok()) return fail(s);
+  std::optional<planner::MemoryPlan> memory_plan;  // the demo's tiny models need none
+  if (opts->on_gpu() && (opts->random_weights || opts->model_dir)) {
+    Expected<std::optional<planner::MemoryPlan>> planned = plan_gpu_run(*opts);
+    if (!planned) return fail(planned.status());
+    memory_plan = std::move(planned).value();
+  }
 
   // 1. Models on the host (a checkpoint or the demo); --random-weights makes them on the GPU instead.
   const auto t_load = Clock::now();
@@ -256,7 +283,12 @@ int run_generate(const std::vector<std::string>& argv) {
   report.device = denoiser->device_name();
   std::optional<ProgressLine> line;
   std::string line_stage;
+  uint64_t used_denoise = 0, used_decode = 0;  // device bytes in use at the end of each phase
   auto on_progress = [&](const pipeline::T2vaProgress& p) {
+    if (opts->on_gpu() && p.done == p.total) {
+      if (p.stage == "denoise") used_denoise = gpu_memory_used(opts->gpu_index());
+      if (p.stage == "video decode") used_decode = gpu_memory_used(opts->gpu_index());
+    }
     if (line_stage != p.stage) {
       line.emplace(p.stage, p.stage == "denoise" ? "step" : (p.stage == "video decode" ? "chunk" : "pass"),
                    opts->quiet);
@@ -267,7 +299,16 @@ int run_generate(const std::vector<std::string>& argv) {
   Expected<pipeline::T2vaResult> result =
       pipeline::run_t2va(*denoiser, *video_decoder, *audio_decoder, request, on_progress);
   if (!result) return fail(result.status());
-  if (opts->on_gpu()) report.gpu_memory.push_back(gpu_memory_report(opts->gpu_index()));
+  if (opts->on_gpu()) {
+    nlohmann::json gpu = gpu_memory_report(opts->gpu_index());
+    gpu["used_bytes_end_of_denoise"] = used_denoise;
+    gpu["used_bytes_end_of_video_decode"] = used_decode;
+    if (memory_plan) {
+      for (const planner::PhasePlan& phase : memory_plan->phases)
+        if (!phase.gpus.empty()) gpu["planned_bytes"][phase.name] = phase.gpus[0].total();
+    }
+    report.gpu_memory.push_back(std::move(gpu));
+  }
 
   // 4. MP4 (H.264 + AAC), then the report next to it.
   const auto t_encode = Clock::now();

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 
+#include "backends/cuda/cuda_check.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
@@ -18,40 +19,51 @@ namespace orochi::apps {
 #ifdef OROCHI_WITH_CUDA
 namespace {
 
+// The decoders are created when the decode phase starts (after the denoiser gave its memory back)
+// and freed when their decode is done, as the plan's phases assume.
+template <typename Decoder>
+using Factory = std::function<Expected<std::unique_ptr<Decoder>>()>;
+
 class GpuVideo final : public pipeline::VideoDecoder {
  public:
-  GpuVideo(std::unique_ptr<h3vae::gpu::GpuVideoDecoder> d, std::string name) : d_(std::move(d)), name_(std::move(name)) {}
-  const h3vae::VideoVaeConfig& config() const override { return d_->config(); }
+  GpuVideo(h3vae::VideoVaeConfig config, Factory<h3vae::gpu::GpuVideoDecoder> make, std::string name)
+      : config_(std::move(config)), make_(std::move(make)), name_(std::move(name)) {}
+  const h3vae::VideoVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
   Expected<Tensor> decode(const Tensor& latents, const pipeline::ChunkCallback& on_chunk) override {
     using Clock = std::chrono::steady_clock;
+    OROCHI_ASSIGN_OR_RETURN(auto decoder, make_());
     auto last = Clock::now();
     // The GPU decoder follows the reference's fp16 autocast, whose chunk and tile blends run in fp16.
     h3vae::DecodeOptions options;
     options.blend_precision = h3vae::BlendPrecision::kF16;
-    return d_->decode(latents, options, [&](int64_t done, int64_t total) {
+    return decoder->decode(latents, options, [&](int64_t done, int64_t total) {
       const auto now = Clock::now();
       if (on_chunk) on_chunk(done, total, std::chrono::duration<double>(now - last).count());
       last = now;
     });
   }
-  h3vae::gpu::GpuVideoDecoder& decoder() { return *d_; }
 
  private:
-  std::unique_ptr<h3vae::gpu::GpuVideoDecoder> d_;
+  h3vae::VideoVaeConfig config_;
+  Factory<h3vae::gpu::GpuVideoDecoder> make_;
   std::string name_;
 };
 
 class GpuAudio final : public pipeline::AudioDecoder {
  public:
-  GpuAudio(std::unique_ptr<h3_audio::gpu::GpuAudioDecoder> d, std::string name) : d_(std::move(d)), name_(std::move(name)) {}
-  const h3_audio::AudioVaeConfig& config() const override { return d_->config(); }
+  GpuAudio(h3_audio::AudioVaeConfig config, Factory<h3_audio::gpu::GpuAudioDecoder> make, std::string name)
+      : config_(std::move(config)), make_(std::move(make)), name_(std::move(name)) {}
+  const h3_audio::AudioVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
-  Expected<Tensor> decode(const Tensor& latents) override { return d_->decode(latents); }
-  h3_audio::gpu::GpuAudioDecoder& decoder() { return *d_; }
+  Expected<Tensor> decode(const Tensor& latents) override {
+    OROCHI_ASSIGN_OR_RETURN(auto decoder, make_());
+    return decoder->decode(latents);
+  }
 
  private:
-  std::unique_ptr<h3_audio::gpu::GpuAudioDecoder> d_;
+  h3_audio::AudioVaeConfig config_;
+  Factory<h3_audio::gpu::GpuAudioDecoder> make_;
   std::string name_;
 };
 
@@ -60,49 +72,50 @@ h3::gpu::RequestSize request_size(const pipeline::T2vaPlan& plan) {
           plan.layout.audio_indices.numel(), plan.table_timesteps};
 }
 
-using AudioFactory = std::function<Expected<std::unique_ptr<pipeline::AudioDecoder>>(const std::string& name)>;
-
-// The audio decoder on `device`, its weights from `fill`.
-template <typename Fill>
-AudioFactory gpu_audio(const h3_audio::AudioVaeConfig& config, int device, int64_t latents, Fill fill) {
-  return [=](const std::string& name) -> Expected<std::unique_ptr<pipeline::AudioDecoder>> {
-    // Stereo: the two channels are the mono decoder's batch of two.
-    OROCHI_ASSIGN_OR_RETURN(auto decoder, h3_audio::gpu::GpuAudioDecoder::create(config, device, latents, 2));
-    OROCHI_RETURN_IF_ERROR(fill(*decoder));
-    return std::unique_ptr<pipeline::AudioDecoder>(std::make_unique<GpuAudio>(std::move(decoder), name));
-  };
-}
-
-// Creates the denoiser and the video decoder on `device`; `fill_*` give each its weights.
-template <typename FillDenoiser, typename FillVideo>
-Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeConfig& video, int device,
-                       const pipeline::T2vaPlan& plan, FillDenoiser fill_denoiser, FillVideo fill_video,
-                       const AudioFactory& make_audio) {
+// The denoiser now; the decoders as factories that `fill_video` / `fill_audio` give weights.
+template <typename FillDenoiser, typename FillVideo, typename FillAudio>
+Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeConfig& video,
+                       const h3_audio::AudioVaeConfig& audio, int device, const pipeline::T2vaPlan& plan,
+                       FillDenoiser fill_denoiser, FillVideo fill_video, FillAudio fill_audio) {
   GpuT2va g;
   g.device = device;
   OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, device, request_size(plan)));
   OROCHI_RETURN_IF_ERROR(fill_denoiser(*denoiser));
   g.device_name = denoiser->device_name();
+  g.denoiser = std::move(denoiser);
   const h3vae::DecodeOptions options;
   OROCHI_ASSIGN_OR_RETURN(const int64_t tile_tokens, h3vae::gpu::max_tile_tokens(video, options, plan.geometry.latent_height,
                                                                                   plan.geometry.latent_width));
-  OROCHI_ASSIGN_OR_RETURN(auto video_decoder, h3vae::gpu::GpuVideoDecoder::create(video, device, tile_tokens));
-  OROCHI_RETURN_IF_ERROR(fill_video(*video_decoder));
-  OROCHI_ASSIGN_OR_RETURN(g.audio, make_audio(g.device_name));
-  g.denoiser = std::move(denoiser);
-  g.video = std::make_unique<GpuVideo>(std::move(video_decoder), g.device_name);
+  const int64_t audio_latents = plan.geometry.audio_latents;
+  g.video = std::make_unique<GpuVideo>(
+      video,
+      [=]() -> Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> {
+        OROCHI_ASSIGN_OR_RETURN(auto d, h3vae::gpu::GpuVideoDecoder::create(video, device, tile_tokens));
+        OROCHI_RETURN_IF_ERROR(fill_video(*d));
+        return d;
+      },
+      g.device_name);
+  g.audio = std::make_unique<GpuAudio>(
+      audio,
+      [=]() -> Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>> {
+        // Stereo: the two channels are the mono decoder's batch of two.
+        OROCHI_ASSIGN_OR_RETURN(auto d, h3_audio::gpu::GpuAudioDecoder::create(audio, device, audio_latents, 2));
+        OROCHI_RETURN_IF_ERROR(fill_audio(*d));
+        return d;
+      },
+      g.device_name);
   return g;
 }
 
 }  // namespace
 
 Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& m, int device, const pipeline::T2vaPlan& plan) {
+  const pipeline::T2vaModels* models = &m;  // outlives the run
   return make(
-      m.transformer.config, m.video_vae.config, device, plan,
-      [&](h3::gpu::GpuDenoiser& d) { return d.upload_weights(m.transformer); },
-      [&](h3vae::gpu::GpuVideoDecoder& d) { return d.upload(m.video_vae); },
-      gpu_audio(m.audio_vae.config, device, plan.geometry.audio_latents,
-                [&m](auto& d) { return d.upload(m.audio_vae); }));
+      m.transformer.config, m.video_vae.config, m.audio_vae.config, device, plan,
+      [models](h3::gpu::GpuDenoiser& d) { return d.upload_weights(models->transformer); },
+      [models](h3vae::gpu::GpuVideoDecoder& d) { return d.upload(models->video_vae); },
+      [models](h3_audio::gpu::GpuAudioDecoder& d) { return d.upload(models->audio_vae); });
 }
 
 Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, int device, const pipeline::T2vaPlan& plan,
@@ -111,10 +124,10 @@ Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, int device, c
   audio.latents_mean.assign(static_cast<size_t>(audio.latent_channels), 0.0f);
   audio.latents_std.assign(static_cast<size_t>(audio.latent_channels), 1.0f);
   return make(
-      transformer, h3vae::VideoVaeConfig{}, device, plan,
-      [&](h3::gpu::GpuDenoiser& d) { return d.init_random_weights(seed); },
-      [&](h3vae::gpu::GpuVideoDecoder& d) { return d.init_random(seed + 1); },
-      gpu_audio(audio, device, plan.geometry.audio_latents, [seed](auto& d) { return d.init_random(seed + 2); }));
+      transformer, h3vae::VideoVaeConfig{}, audio, device, plan,
+      [seed](h3::gpu::GpuDenoiser& d) { return d.init_random_weights(seed); },
+      [seed](h3vae::gpu::GpuVideoDecoder& d) { return d.init_random(seed + 1); },
+      [seed](h3_audio::gpu::GpuAudioDecoder& d) { return d.init_random(seed + 2); });
 }
 
 Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_ids, int64_t layer, int device) {
@@ -123,6 +136,24 @@ Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_i
                           qwen3vl::gpu::GpuTextEncoder::create(host.config, layer, device, token_ids.numel()));
   OROCHI_RETURN_IF_ERROR(encoder->upload(host));
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
+}
+
+bool gpu_present() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+Expected<uint64_t> gpu_memory_total(int device) {
+  size_t free = 0, total = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total));
+  return static_cast<uint64_t>(total);
+}
+
+uint64_t gpu_memory_used(int device) {
+  size_t free = 0, total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+  return static_cast<uint64_t>(total - free);
 }
 
 nlohmann::json gpu_memory_report(int device) {
@@ -144,6 +175,9 @@ Status no_cuda() {
 Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels&, int, const pipeline::T2vaPlan&) { return no_cuda(); }
 Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, int, const pipeline::T2vaPlan&, uint64_t) { return no_cuda(); }
 Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, int) { return no_cuda(); }
+bool gpu_present() { return false; }
+Expected<uint64_t> gpu_memory_total(int) { return no_cuda(); }
+uint64_t gpu_memory_used(int) { return 0; }
 nlohmann::json gpu_memory_report(int device) { return nlohmann::json{{"device", device}, {"error", "no CUDA"}}; }
 
 #endif

@@ -38,6 +38,13 @@ Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer_config, int de
 Expected<Tensor> gpu_encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
                                    int device);
 
+// True when this build has the CUDA backend and the driver shows at least one GPU.
+bool gpu_present();
+
+// cudaMemGetInfo of `device`: its total and the bytes in use now (0 / unsupported without CUDA).
+Expected<uint64_t> gpu_memory_total(int device);
+uint64_t gpu_memory_used(int device);
+
 // Per-GPU memory after a run: the device's used bytes (cudaMemGetInfo) and its total.
 nlohmann::json gpu_memory_report(int device);
 

@@ -95,6 +95,7 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, A
   result.times.prepare_s = setup_s + denoised.prepare_seconds;
   result.times.step_s = denoised.step_seconds;
   result.table_timesteps = denoised.table_timesteps;
+  denoiser.release();  // the decode phase gets the denoiser's memory
 
   // Video: unpack the target rows (t2va has no conditioning rows), denormalize, decode, to pixels.
   const auto t_video = Clock::now();

@@ -20,6 +20,9 @@ class Denoiser {
   virtual Status prepare(const Tensor& timesteps) = 0;
   // One forward; inputs.timestep_indices index the timesteps given to prepare().
   virtual Expected<H3Outputs> forward(const H3Inputs& inputs) = 0;
+  // The loop is done: give back device memory so the decoders can have it (the plan's phases run
+  // one after the other). A later prepare() is an error for a released denoiser.
+  virtual void release() {}
 };
 
 // The CPU reference forward over host weights (which must outlive it).

@@ -16,6 +16,7 @@ Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& confi
 }
 
 Status GpuDenoiser::prepare(const Tensor& timesteps) {
+  if (!runner_) return Status(ErrorCode::kInternal, "GpuDenoiser::prepare after release()");
   if (!timesteps.defined() || timesteps.dtype() != DType::kF32 || timesteps.ndim() != 1 || timesteps.numel() == 0)
     return invalid_argument("the denoiser needs a non-empty f32 [n_t] list of timesteps");
   timesteps_ = timesteps.clone();
@@ -24,7 +25,8 @@ Status GpuDenoiser::prepare(const Tensor& timesteps) {
 }
 
 Expected<H3Outputs> GpuDenoiser::forward(const H3Inputs& inputs) {
-  if (!timesteps_.defined()) return Status(ErrorCode::kInternal, "GpuDenoiser::forward called before prepare()");
+  if (!timesteps_.defined() || !runner_)
+    return Status(ErrorCode::kInternal, "GpuDenoiser::forward called before prepare() or after release()");
   if (!request_set_) {
     OROCHI_RETURN_IF_ERROR(runner_->set_request(timesteps_, inputs));  // builds every AdaLN table once
     request_set_ = true;

@@ -23,6 +23,7 @@ class GpuDenoiser final : public Denoiser {
   std::string device_name() const override { return device_name_; }
   Status prepare(const Tensor& timesteps) override;
   Expected<H3Outputs> forward(const H3Inputs& inputs) override;
+  void release() override { runner_.reset(); }
   H3GpuRunner& runner() { return *runner_; }
 
  private:
