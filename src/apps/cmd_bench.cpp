@@ -71,8 +71,6 @@ Status dump_forward(const std::string& path, const h3::H3Inputs& in, const pipel
 
 }  // namespace
 
-int run_bench_text(const std::vector<std::string>& argv);  // cmd_bench_text.cpp
-
 int run_bench(const std::vector<std::string>& argv) {
   // `bench text` has its own options: hand it the whole argument list before parsing dit's.
   if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);

@@ -28,9 +28,6 @@
 #endif
 
 namespace orochi::apps {
-
-int run_bench_text(const std::vector<std::string>& argv);
-
 namespace {
 
 constexpr const char* kUsage =

@@ -9,6 +9,7 @@ namespace orochi::apps {
 int run_inspect(const std::vector<std::string>& args);
 int run_forward(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_bench_text(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 

@@ -18,7 +18,8 @@ void print_usage() {
                "  inspect PATH     print a checkpoint's config, parameter groups, dtypes and bytes\n"
                "  forward [PATH]   run one MiniMax-H3 denoiser forward (built-in tiny model without PATH)\n"
                "  plan             memory plan per GPU and phase for a request (no weights loaded)\n"
-               "  bench dit        time the H3 denoiser on a GPU with random weights of the real shapes\n"
+               "  bench dit|text   time the H3 denoiser (dit) or the Qwen3-VL text stack (text) on a GPU with\n"
+               "                   random weights of the real shapes\n"
                "  help             this text\n");
 }
 
