@@ -28,6 +28,7 @@ import torch
 # Counter-based N(0, 1), bit for bit as src/core/random.cpp (up to the last ulp of log/sin/cos).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from philox_torch import fill_normal_, normal_tensor  # noqa: E402
+from tensor_compare import rel_l2
 
 
 # ---- The parameter list and random init of src/models/h3/{parameters.cpp, cuda/gpu_weights.cpp} ----
@@ -132,11 +133,6 @@ def build_model(cfg: dict, dtype: torch.dtype, device, seed: int, log) -> torch.
     n = sum(p.numel() for p in params.values())
     log(f"filled {len(specs)} parameters ({n / 1e9:.2f} B values) in {time.perf_counter() - t0:.1f} s")
     return model.eval()
-
-
-def rel_l2(ours: torch.Tensor, ref: torch.Tensor) -> float:
-    ours, ref = ours.double(), ref.double()
-    return float(torch.linalg.vector_norm(ours - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-300))
 
 
 def main() -> int:

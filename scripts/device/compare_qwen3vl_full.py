@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from philox_torch import fill_normal_  # noqa: E402
+from tensor_compare import rel_l2
 
 # TextConfig::qwen3vl_32b() (src/models/qwen3vl/text_config.cpp), as the dump's "config" metadata spells it.
 QWEN3VL_32B = dict(vocab_size=151936, hidden_size=5120, intermediate_size=25600, num_attention_heads=64,
@@ -107,11 +108,6 @@ def build_model(shapes: dict, layers: int, dtype: torch.dtype, device, seed: int
     log(f"filled {len(params)} parameters from {len(specs)} streams ({n / 1e9:.2f} B values) in "
         f"{time.perf_counter() - t0:.1f} s")
     return model.eval()
-
-
-def rel_l2(ours: torch.Tensor, ref: torch.Tensor) -> float:
-    ours, ref = ours.double(), ref.double()
-    return float(torch.linalg.vector_norm(ours - ref) / torch.linalg.vector_norm(ref).clamp_min(1e-300))
 
 
 def main() -> int:
