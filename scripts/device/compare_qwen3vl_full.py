@@ -40,13 +40,18 @@ TINY = dict(vocab_size=500, hidden_size=64, intermediate_size=128, num_attention
             head_dim=16, rms_norm_eps=1e-6, rope_theta=5000000.0, mrope_section=[4, 2, 2])
 
 # GpuTextEncoder::init_random (src/models/qwen3vl/cuda/gpu_text_encoder.cpp): stream 0 is the embedding,
-# then 10 streams per layer in this order. Norms 1 + N(0, 0.05), matrices and the embedding N(0, 0.02);
+# then 10 streams per layer in this order. Norms 1 + N(0, 0.05), the embedding N(0, 1), matrices
+# N(0, 0.5 / sqrt(fan_in)) computed in f32;
 # "up_gate" is one [2 * intermediate, hidden] tensor with rows [up; gate].
 LAYER_STREAMS = ("input_layernorm", "post_attention_layernorm", "self_attn.q_norm", "self_attn.k_norm",
                  "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "up_gate",
                  "mlp.down_proj")
 NORM_INIT = (1.0, float(np.float32(0.05)))
-MATRIX_INIT = (0.0, float(np.float32(0.02)))
+EMBED_INIT = (0.0, 1.0)
+
+
+def matrix_init(fan_in: int) -> tuple:
+    return 0.0, float(np.float32(0.5) / np.sqrt(np.float32(fan_in)))
 
 
 def transformers_config(shapes: dict, layers: int):
@@ -79,11 +84,13 @@ def build_model(shapes: dict, layers: int, dtype: torch.dtype, device, seed: int
 
     params = dict(model.named_parameters())
     I = shapes["intermediate_size"]
-    specs = [("embed_tokens", MATRIX_INIT)]  # (our name, (mean, std)); the RNG stream is the index
+    specs = [("embed_tokens", EMBED_INIT)]  # (our name, (mean, std)); the RNG stream is the index
     expected = {"embed_tokens.weight"}  # the transformers parameters those fill
     for i in range(layers):
         for name in LAYER_STREAMS:
-            specs.append((f"layers.{i}.{name}", NORM_INIT if name.endswith("norm") else MATRIX_INIT))
+            fan_in = {"self_attn.o_proj": shapes["num_attention_heads"] * shapes["head_dim"],
+                      "mlp.down_proj": I}.get(name, shapes["hidden_size"])
+            specs.append((f"layers.{i}.{name}", NORM_INIT if name.endswith("norm") else matrix_init(fan_in)))
             parts = ("mlp.up_proj", "mlp.gate_proj") if name == "up_gate" else (name,)
             expected |= {f"layers.{i}.{part}.weight" for part in parts}
     if set(params) != expected:

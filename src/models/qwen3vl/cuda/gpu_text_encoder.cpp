@@ -1,5 +1,7 @@
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
 
+#include <cmath>
+
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_llm.h"
 #include "backends/cuda/cuda_check.h"
@@ -172,12 +174,13 @@ Status GpuTextEncoder::init_random(uint64_t seed) {
     return cuda::fill_normal(t, seed, stream_id++, mean, stddev, stream_);
   };
   OROCHI_ASSIGN_OR_RETURN(embed_tokens_, weight_arena_->tensor({s.vocab, s.hidden}, DType::kBF16));
-  OROCHI_RETURN_IF_ERROR(fill(embed_tokens_, 0.0f, 0.02f));
+  OROCHI_RETURN_IF_ERROR(fill(embed_tokens_, 0.0f, 1.0f));
   for (int64_t i = 0; i < layers_; ++i) {
     OROCHI_ASSIGN_OR_RETURN(GpuTextLayer l, allocate_layer(s, *weight_arena_));
     for (const Tensor* norm : {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm})
       OROCHI_RETURN_IF_ERROR(fill(*norm, 1.0f, 0.05f));
-    for (const Tensor* m : {&l.q, &l.k, &l.v, &l.o, &l.up_gate, &l.down}) OROCHI_RETURN_IF_ERROR(fill(*m, 0.0f, 0.02f));
+    for (const Tensor* m : {&l.q, &l.k, &l.v, &l.o, &l.up_gate, &l.down})
+      OROCHI_RETURN_IF_ERROR(fill(*m, 0.0f, 0.5f / std::sqrt(static_cast<float>(m->dim(1)))));
     layer_weights_.push_back(std::move(l));
   }
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
