@@ -14,6 +14,8 @@
 #include "backends/cpu/ops_llm.h"
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/random_fill.h"
 #include "support/compare.h"
 #include "support/random.h"
 
@@ -383,6 +385,85 @@ TEST(CudaAttention, TimingInformative) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+}
+
+// Why attention runs slower inside the denoiser forward than in TimingInformative: that test
+// synchronizes after every call (the GPU idles, then bursts); a forward keeps it busy with GEMMs
+// in between. Times the 480p shape three ways: isolated calls, back-to-back calls, and each call
+// right after the forward's largest GEMM (FFN in, 15100 x 5376 -> 28672), events around attention only.
+TEST(CudaAttention, SustainedTimingInformative) {
+  REQUIRE_GPU_ATTENTION();
+  const int64_t S = 15100, H = 56, D = 128, K = 5376, N = 28672;
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t bytes = static_cast<size_t>(4 * S * H * D + S * K + N * K + S * N) * 2 + (size_t{1} << 20);
+  Expected<std::shared_ptr<cuda::DeviceArena>> arena = cuda::DeviceArena::create(0, bytes, "attention timing");
+  ASSERT_TRUE(arena.has_value()) << arena.status().to_string();
+  std::vector<Tensor> t;
+  for (const Shape& shape : {Shape{S, H, D}, Shape{S, H, D}, Shape{S, H, D}, Shape{S, H, D}, Shape{S, K},
+                             Shape{N, K}, Shape{S, N}}) {
+    Expected<Tensor> tensor = (*arena)->tensor(shape, DType::kBF16);
+    ASSERT_TRUE(tensor.has_value());
+    ASSERT_OK(cuda::fill_normal(*tensor, 9, t.size(), 0.0f, 1.0f, stream));
+    t.push_back(*tensor);
+  }
+  struct {
+    void* ptr;
+  } q{const_cast<void*>(t[0].raw_data())}, k{const_cast<void*>(t[1].raw_data())},
+      v{const_cast<void*>(t[2].raw_data())}, o{const_cast<void*>(t[3].raw_data())};
+  const Tensor &tx = t[4], &tw = t[5], &ty = t[6];
+  Expected<std::unique_ptr<cuda::GemmRunner>> gemm = cuda::GemmRunner::create(0);
+  ASSERT_TRUE(gemm.has_value()) << gemm.status().to_string();
+  CudnnAttention attention(stream);
+  const AttentionShape shape{S, S, H, D};
+  ASSERT_OK(attention.prepare(shape));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
+    ASSERT_OK((*gemm)->linear(tx, tw, nullptr, ty, stream));
+  }
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  constexpr int kRuns = 10;
+  std::vector<cudaEvent_t> ev(2 * kRuns + 2);
+  for (cudaEvent_t& e : ev) ASSERT_CUDA(cudaEventCreate(&e));
+  const double flop = 4.0 * double(S) * double(S) * double(H * D);
+  auto report = [&](const char* how, const std::vector<float>& ms) {
+    std::vector<float> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    const double median = 0.5 * (sorted[kRuns / 2 - 1] + sorted[kRuns / 2]);
+    std::printf("[attention-sustained] %-32s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s\n", how, median,
+                sorted.front(), sorted.back(), flop / (median * 1e-3) / 1e12);
+  };
+  // 1. Isolated: synchronize after each call.
+  std::vector<float> isolated;
+  for (int i = 0; i < kRuns; ++i) {
+    ASSERT_CUDA(cudaEventRecord(ev[0], stream));
+    ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
+    ASSERT_CUDA(cudaEventRecord(ev[1], stream));
+    ASSERT_CUDA(cudaEventSynchronize(ev[1]));
+    float t = 0;
+    ASSERT_CUDA(cudaEventElapsedTime(&t, ev[0], ev[1]));
+    isolated.push_back(t);
+  }
+  report("isolated (sync after each)", isolated);
+  // 2. Back to back, and 3. after a GEMM each: all queued, read at the end.
+  for (bool with_gemm : {false, true}) {
+    for (int i = 0; i < kRuns; ++i) {
+      if (with_gemm) ASSERT_OK((*gemm)->linear(tx, tw, nullptr, ty, stream));
+      ASSERT_CUDA(cudaEventRecord(ev[2 * i], stream));
+      ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
+      ASSERT_CUDA(cudaEventRecord(ev[2 * i + 1], stream));
+    }
+    ASSERT_CUDA(cudaStreamSynchronize(stream));
+    std::vector<float> ms;
+    for (int i = 0; i < kRuns; ++i) {
+      float t = 0;
+      ASSERT_CUDA(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
+      ms.push_back(t);
+    }
+    report(with_gemm ? "each after an FFN-in GEMM" : "back to back", ms);
+  }
+  for (cudaEvent_t e : ev) cudaEventDestroy(e);
   cudaStreamDestroy(stream);
 }
 
