@@ -6,27 +6,15 @@
 #include "core/log.h"
 #include "models/h3/checkpoint_layout.h"
 #include "weights/model_folder.h"
+#include "weights/parameter_collector.h"
 
 namespace orochi::h3 {
 namespace {
 
-// Pulls named parameters out of a source, remembering the first failure.
-class Collector {
+// The H3 parameters by their diffusers names, grouped as the forward uses them.
+class Collector : public weights::ParameterCollector<ParamSpec> {
  public:
-  explicit Collector(const ParamSource& source, const H3Config& config) : source_(source) {
-    for (ParamSpec& spec : h3_parameters(config)) specs_.emplace(spec.name, std::move(spec));
-  }
-  Tensor take(const std::string& name) {
-    if (!status_.is_ok()) return {};
-    auto it = specs_.find(name);
-    OROCHI_CHECK(it != specs_.end(), "no parameter spec named ", name);
-    Expected<Tensor> t = source_(it->second);
-    if (!t) {
-      status_ = t.status();
-      return {};
-    }
-    return std::move(t).value();
-  }
+  Collector(const ParamSource& source, const H3Config& config) : ParameterCollector(source, h3_parameters(config)) {}
   LinearWeights linear(const std::string& name, bool bias) {
     LinearWeights l;
     l.weight = take(name + ".weight");
@@ -48,12 +36,6 @@ class Collector {
     if (with_adaln) b.adaln = linear(p + "adaln_proj.linear", true);
     return b;
   }
-  const Status& status() const { return status_; }
-
- private:
-  const ParamSource& source_;
-  std::map<std::string, ParamSpec> specs_;
-  Status status_;
 };
 
 }  // namespace

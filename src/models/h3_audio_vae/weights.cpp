@@ -5,32 +5,21 @@
 
 #include "core/log.h"
 #include "weights/model_folder.h"
+#include "weights/parameter_collector.h"
 
 namespace orochi::h3_audio {
 namespace {
 
-// Pulls named tensors out of a source, remembering the first failure.
-class Collector {
+// The decoder's checkpoint tensors by name, assembled into its layers.
+class Collector : public weights::ParameterCollector<TensorSpec> {
  public:
-  Collector(const TensorSource& source, const AudioVaeConfig& config) : source_(source) {
-    for (TensorSpec& spec : decoder_tensors(config)) specs_.emplace(spec.name, std::move(spec));
-  }
-  Tensor take(const std::string& name) {
-    if (!status_.is_ok()) return {};
-    auto it = specs_.find(name);
-    OROCHI_CHECK(it != specs_.end(), "no audio decoder tensor named ", name);
-    Expected<Tensor> t = source_(it->second);
-    if (!t) {
-      status_ = t.status();
-      return {};
-    }
-    return std::move(t).value();
-  }
+  Collector(const TensorSource& source, const AudioVaeConfig& config)
+      : ParameterCollector(source, decoder_tensors(config)) {}
   ConvWeights plain_conv(const std::string& prefix) { return {take(prefix + ".weight"), take(prefix + ".bias")}; }
   ConvWeights normed_conv(const std::string& prefix, bool bias) {
     Tensor g = take(prefix + ".weight_g"), v = take(prefix + ".weight_v");
     ConvWeights c;
-    if (status_.is_ok()) c.weight = fold_weight_norm(g, v);
+    if (ok()) c.weight = fold_weight_norm(g, v);
     if (bias) c.bias = take(prefix + ".bias");
     return c;
   }
@@ -40,18 +29,12 @@ class Collector {
     a.log_beta = take(prefix + ".act.beta");
     a.up_filter = take(prefix + ".upsample.filter");
     a.down_filter = take(prefix + ".downsample.lowpass.filter");
-    if (status_.is_ok()) {
+    if (ok()) {
       a.up_filter = a.up_filter.view({kAliasFreeTaps});
       a.down_filter = a.down_filter.view({kAliasFreeTaps});
     }
     return a;
   }
-  const Status& status() const { return status_; }
-
- private:
-  const TensorSource& source_;
-  std::map<std::string, TensorSpec> specs_;
-  Status status_;
 };
 
 }  // namespace

@@ -4,34 +4,17 @@
 
 #include "core/log.h"
 #include "weights/model_folder.h"
+#include "weights/parameter_collector.h"
 
 namespace orochi::h3vae {
 namespace {
 
-// Pulls named parameters out of a source, remembering the first failure.
-class Collector {
+// The decoder's parameters by their diffusers names.
+class Collector : public weights::ParameterCollector<ParamSpec> {
  public:
-  Collector(const ParamSource& source, const VideoVaeConfig& config) : source_(source) {
-    for (ParamSpec& spec : decoder_parameters(config)) specs_.emplace(spec.name, std::move(spec));
-  }
-  Tensor take(const std::string& name) {
-    if (!status_.is_ok()) return {};
-    auto it = specs_.find(name);
-    OROCHI_CHECK(it != specs_.end(), "no parameter spec named ", name);
-    Expected<Tensor> t = source_(it->second);
-    if (!t) {
-      status_ = t.status();
-      return {};
-    }
-    return std::move(t).value();
-  }
+  Collector(const ParamSource& source, const VideoVaeConfig& config)
+      : ParameterCollector(source, decoder_parameters(config)) {}
   Linear linear(const std::string& name) { return {take(name + ".weight"), take(name + ".bias")}; }
-  const Status& status() const { return status_; }
-
- private:
-  const ParamSource& source_;
-  std::map<std::string, ParamSpec> specs_;
-  Status status_;
 };
 
 Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const ParamSpec& spec) {
