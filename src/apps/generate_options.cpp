@@ -38,8 +38,8 @@ const char* const kGenerateUsage =
     "  --random-weights       the released shapes (33 B denoiser, 2.4 B video VAE, 151 M audio VAE) with\n"
     "                         random weights generated on the GPU: the full-size pipeline without a\n"
     "                         checkpoint, for benchmarks (needs --device cuda)\n"
-    "  --text-rows L          rows of random text features when there is no --text-features (demo 32,\n"
-    "                         --random-weights 256)\n"
+    "  --text-rows L          rows of random text features without --text-features / --prompt (demo 32,\n"
+    "                         else 256; also the plan's estimate of a prompt's length)\n"
     "  --json                 print the stage report as JSON on stdout\n"
     "  --quiet                no progress lines\n";
 
@@ -74,7 +74,7 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
     return invalid_argument("--device must be cpu, cuda or cuda:N, got '" + o.device + "'");
   if (o.random_weights && !o.on_gpu())
     return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");
-  OROCHI_ASSIGN_OR_RETURN(o.text_rows, args.get_int("text-rows", o.random_weights ? 256 : 32));
+  OROCHI_ASSIGN_OR_RETURN(o.text_rows, args.get_int("text-rows", demo ? 32 : 256));
   if (o.text_rows < 1 || o.text_rows > 65536) return invalid_argument("--text-rows must be in [1, 65536]");
   OROCHI_ASSIGN_OR_RETURN(o.width, args.get_int("width", demo ? 320 : 1344));
   OROCHI_ASSIGN_OR_RETURN(o.height, args.get_int("height", demo ? 192 : 768));
