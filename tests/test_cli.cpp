@@ -1,32 +1,15 @@
 // The orochi binary as a user runs it: exit codes and the words a user needs to see.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
+#include "support/cli.h"
 #include "support/paths.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = orochi::testing::orochi_binary() + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = orochi::testing::CliResult;
+Result run(const std::string& args) { return orochi::testing::run_orochi(args); }
 
 const std::string kData = orochi::testing::test_data_dir();
 

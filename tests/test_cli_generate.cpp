@@ -2,9 +2,7 @@
 // playable MP4 with video and a stereo AAC stream plus its stage report, decoded back here; bad
 // requests are refused before any work with the words a user needs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +14,7 @@
 #include "io/ffmpeg/media_probe.h"
 #endif
 #include "io/mp4.h"
+#include "support/cli.h"
 #include "support/paths.h"
 #include "support/temp_dir.h"
 #include "weights/safetensors_writer.h"
@@ -23,23 +22,8 @@
 namespace orochi {
 namespace {
 
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = testing::orochi_binary() + " generate " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = testing::CliResult;
+Result run(const std::string& args) { return testing::run_orochi("generate " + args); }
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 

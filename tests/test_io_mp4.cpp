@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "support/media.h"
 #include "support/temp_dir.h"
 #include "io/mp4.h"
 
@@ -21,38 +22,8 @@ using orochi::testing::TempDir;
 
 namespace fs = std::filesystem;
 
-
-// A smooth pattern that moves each frame, so the encoder has real motion to code.
-VideoFrames moving_gradient(int64_t frames, int64_t height, int64_t width) {
-  VideoFrames v;
-  v.frames = frames;
-  v.height = height;
-  v.width = width;
-  v.rgb.resize(static_cast<size_t>(frames * height * width * 3));
-  for (int64_t f = 0; f < frames; ++f)
-    for (int64_t y = 0; y < height; ++y)
-      for (int64_t x = 0; x < width; ++x) {
-        uint8_t* px = v.frame(f) + (y * width + x) * 3;
-        const double phase = 2 * M_PI * (double(x) / width + double(f) / frames);
-        px[0] = static_cast<uint8_t>(128 + 100 * std::sin(phase));
-        px[1] = static_cast<uint8_t>(30 + 200 * y / (height - 1));
-        px[2] = static_cast<uint8_t>(60 + 2 * ((x + f) % 64));
-      }
-  return v;
-}
-
-// Interleaved stereo: 440 Hz at half scale left, 660 Hz at quarter scale right.
-AudioTrack stereo_sine(double seconds, int rate) {
-  AudioTrack a;
-  a.sample_rate = rate;
-  a.channels = 2;
-  const int64_t n = std::llround(seconds * rate);
-  for (int64_t i = 0; i < n; ++i) {
-    a.samples.push_back(0.5f * static_cast<float>(std::sin(2 * M_PI * 440 * i / rate)));
-    a.samples.push_back(0.25f * static_cast<float>(std::sin(2 * M_PI * 660 * i / rate)));
-  }
-  return a;
-}
+using testing::moving_gradient;
+using testing::stereo_sine;
 
 double mean_abs_error(const std::vector<uint8_t>& a, const uint8_t* b) {
   double sum = 0;

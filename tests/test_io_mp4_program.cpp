@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "io/mp4_program.h"
+#include "support/media.h"
 #include "support/temp_dir.h"
 #ifdef OROCHI_WITH_FFMPEG
 #include "io/ffmpeg/media_probe.h"
@@ -16,32 +17,15 @@
 namespace orochi::io {
 namespace {
 
-VideoFrames gradient_video(int64_t frames, int64_t h, int64_t w) {
-  VideoFrames v;
-  v.frames = frames;
-  v.height = h;
-  v.width = w;
-  v.rgb.resize(static_cast<size_t>(frames * h * w * 3));
-  for (size_t i = 0; i < v.rgb.size(); ++i) v.rgb[i] = static_cast<uint8_t>((i * 7) % 251);
-  return v;
-}
-
-AudioTrack tone(double seconds) {
-  AudioTrack a;
-  a.channels = 2;
-  const int64_t n = static_cast<int64_t>(seconds * a.sample_rate);
-  for (int64_t i = 0; i < n; ++i)
-    for (int c = 0; c < 2; ++c) a.samples.push_back(0.3f * static_cast<float>(std::sin(0.05 * i * (c + 1))));
-  return a;
-}
+using testing::moving_gradient;
 
 TEST(Mp4Program, EncodesVideoAndAudioIntoAPlayableFile) {
   const std::string program = find_ffmpeg_program();
   if (program.empty()) GTEST_SKIP() << "no ffmpeg program on PATH";
   testing::TempDir dir("mp4prog");
   const std::string out = dir.file("clip.mp4");
-  const AudioTrack audio = tone(1.0);
-  const Status s = write_mp4_with_program(program, out, gradient_video(24, 32, 48), &audio);
+  const AudioTrack audio = testing::stereo_sine(1.0, 32000);
+  const Status s = write_mp4_with_program(program, out, moving_gradient(24, 32, 48), &audio);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   EXPECT_EQ(dir.entries(), 1u) << "temporary files left behind";
 #ifdef OROCHI_WITH_FFMPEG
@@ -67,7 +51,7 @@ TEST(Mp4Program, AFailingProgramIsReportedAndLeavesNoFile) {
   }
   std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
   const std::string out = dir.file("clip.mp4");
-  const Status s = write_mp4_with_program(fake, out, gradient_video(2, 16, 16), nullptr);
+  const Status s = write_mp4_with_program(fake, out, moving_gradient(2, 16, 16), nullptr);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), ErrorCode::kIo);
   EXPECT_NE(s.message().find("encoder exploded"), std::string::npos) << s.to_string();
@@ -84,9 +68,9 @@ TEST(Mp4Program, AFailingProgramIsReportedAndLeavesNoFile) {
 
 TEST(Mp4Program, BadRequestsAreRefusedBeforeTheProgramRuns) {
   testing::TempDir dir("mp4prog_bad");
-  const Status odd = write_mp4_with_program("/bin/false", dir.file("x.mp4"), gradient_video(2, 15, 16), nullptr);
+  const Status odd = write_mp4_with_program("/bin/false", dir.file("x.mp4"), moving_gradient(2, 15, 16), nullptr);
   EXPECT_EQ(odd.code(), ErrorCode::kInvalidArgument);
-  const Status nowhere = write_mp4_with_program("/bin/false", "/nonexistent-dir/x.mp4", gradient_video(2, 16, 16), nullptr);
+  const Status nowhere = write_mp4_with_program("/bin/false", "/nonexistent-dir/x.mp4", moving_gradient(2, 16, 16), nullptr);
   EXPECT_FALSE(nowhere.is_ok());
   EXPECT_EQ(dir.entries(), 0u);
 }

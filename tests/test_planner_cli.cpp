@@ -1,36 +1,20 @@
 // `orochi plan` as a user runs it (needs the binary's `plan` command): tables, summary, JSON,
 // exit codes, and the errors for bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/cli.h"
 #include "support/paths.h"
 #include "support/temp_dir.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = orochi::testing::orochi_binary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = orochi::testing::CliResult;
+Result run(const std::string& args, bool with_stderr = true) { return orochi::testing::run_orochi(args, with_stderr); }
 
 bool has(const Result& r, const std::string& text) { return r.output.find(text) != std::string::npos; }
 
