@@ -9,6 +9,7 @@
 #include "pipeline/denoise_loop.h"
 #include "pipeline/latent_packing.h"
 #include "support/compare.h"
+#include "support/denoise_loop_golden.h"
 #include "support/golden.h"
 #include "support/paths.h"
 
@@ -16,24 +17,15 @@ namespace orochi {
 namespace {
 
 using testing::golden_tensor;
+using testing::kDenoiseLoopSteps;
 
-constexpr int64_t kSteps = 3;  // num_inference_steps 4 in the script
-
-struct Case {
-  const char* name;
-  std::vector<pipeline::KeyframeAnchor> keyframes;
-};
-
-class DenoiseLoopGolden : public ::testing::TestWithParam<Case> {
+class DenoiseLoopGolden : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
     Expected<h3::H3Weights> w = h3::load_weights(testing::h3_tiny_dir() + "/transformer");
     ASSERT_TRUE(w.has_value()) << w.status().to_string();
     weights_ = new h3::H3Weights(std::move(w).value());
-    Expected<weights::Checkpoint> g =
-        weights::Checkpoint::open(testing::test_data_dir() + "/h3_denoise_loop/golden.safetensors");
-    ASSERT_TRUE(g.has_value()) << g.status().to_string();
-    golden_ = new weights::Checkpoint(std::move(g).value());
+    golden_ = new weights::Checkpoint(testing::open_denoise_loop_golden());
   }
   static void TearDownTestSuite() {
     delete weights_;
@@ -46,48 +38,20 @@ h3::H3Weights* DenoiseLoopGolden::weights_ = nullptr;
 weights::Checkpoint* DenoiseLoopGolden::golden_ = nullptr;
 
 TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
-  const Case& c = GetParam();
-  const std::string p = std::string(c.name) + ".";
-  pipeline::LayoutRequest r;
-  r.text_rows = 5;
-  r.latent_frames = 3;
-  r.latent_height = 4;
-  r.latent_width = 6;
-  r.audio_latents = 4;
-  r.keyframes = c.keyframes;
-  Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(r);
-  ASSERT_TRUE(layout.has_value()) << layout.status().to_string();
-  Expected<pipeline::H3Schedule> video = pipeline::make_h3_schedule(kSteps + 1, pipeline::kH3VideoShift);
-  Expected<pipeline::H3Schedule> audio = pipeline::make_h3_schedule(kSteps + 1, pipeline::kH3AudioShift);
-  ASSERT_TRUE(video.has_value() && audio.has_value());
-
-  const pipeline::PatchSize patch{1, 2, 2};
-  Expected<Tensor> target = pipeline::patchify_video_latents(golden_tensor(*golden_, p + "video_noise"), patch);
-  ASSERT_TRUE(target.has_value());
-  Tensor rows = *target;
-  if (layout->condition_video_rows > 0) {
-    const Tensor cond = golden_tensor(*golden_, p + "condition_rows");
-    ASSERT_EQ(cond.dim(0), layout->condition_video_rows);
-    rows = Tensor::empty({cond.dim(0) + target->dim(0), target->dim(1)}, DType::kF32);
-    std::memcpy(rows.data<float>(), cond.data<float>(), cond.nbytes());
-    std::memcpy(rows.data<float>() + cond.numel(), target->data<float>(), target->nbytes());
-  }
-  pipeline::DenoiseRequest req;
-  req.layout = &*layout;
-  req.video_schedule = &*video;
-  req.audio_schedule = &*audio;
-  req.text = golden_tensor(*golden_, p + "text");
-  req.video_rows = rows;
-  req.audio_rows = golden_tensor(*golden_, p + "audio_noise");
+  const std::string p = GetParam() + ".";
+  const std::unique_ptr<testing::DenoiseLoopCase> c = testing::load_denoise_loop_case(*golden_, GetParam());
+  ASSERT_TRUE(c);
+  const pipeline::PackedLayout& layout = c->layout;
+  const Tensor& rows = c->request.video_rows;
 
   // Step by step: run k steps, compare with the golden after step k.
   h3::CpuDenoiser denoiser(*weights_);
   int64_t callbacks = 0;
-  for (int64_t k = 1; k <= kSteps; ++k) {
-    pipeline::H3Schedule v = *video, a = *audio;
+  for (int64_t k = 1; k <= kDenoiseLoopSteps; ++k) {
+    pipeline::H3Schedule v = c->video_schedule, a = c->audio_schedule;
     v.timesteps.resize(static_cast<size_t>(k));
     a.timesteps.resize(static_cast<size_t>(k));
-    pipeline::DenoiseRequest partial = req;
+    pipeline::DenoiseRequest partial = c->request;
     partial.video_schedule = &v;
     partial.audio_schedule = &a;
     Expected<pipeline::DenoiseResult> out =
@@ -96,14 +60,14 @@ TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
     EXPECT_TENSOR_CLOSE(out->video_rows, golden_tensor(*golden_, p + "video_rows." + std::to_string(k)), 1e-5);
     EXPECT_TENSOR_CLOSE(out->audio_rows, golden_tensor(*golden_, p + "audio_rows." + std::to_string(k)), 1e-5);
     // Conditioning rows are carried through untouched, bit for bit.
-    if (layout->condition_video_rows > 0) {
+    if (layout.condition_video_rows > 0) {
       EXPECT_EQ(std::memcmp(out->video_rows.data<float>(), rows.data<float>(),
-                            layout->condition_video_rows * rows.dim(1) * sizeof(float)),
+                            layout.condition_video_rows * rows.dim(1) * sizeof(float)),
                 0);
     }
-    if (k == kSteps) {
-      const Tensor final_target = out->video_rows.slice(0, layout->condition_video_rows, out->video_rows.dim(0));
-      Expected<Tensor> latents = pipeline::unpatchify_video_rows(final_target.contiguous(), 4, 3, 4, 6, patch);
+    if (k == kDenoiseLoopSteps) {
+      const Tensor final_target = out->video_rows.slice(0, layout.condition_video_rows, out->video_rows.dim(0));
+      Expected<Tensor> latents = pipeline::unpatchify_video_rows(final_target.contiguous(), 4, 3, 4, 6, {1, 2, 2});
       ASSERT_TRUE(latents.has_value());
       EXPECT_TENSOR_CLOSE(*latents, golden_tensor(*golden_, p + "video_latents"), 1e-5);
     }
@@ -111,9 +75,8 @@ TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
   EXPECT_EQ(callbacks, 1 + 2 + 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Workflows, DenoiseLoopGolden,
-                         ::testing::Values(Case{"t2va", {}}, Case{"fl2va", {pipeline::KeyframeAnchor::kFirst}}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Workflows, DenoiseLoopGolden, ::testing::Values("t2va", "fl2va"),
+                         [](const auto& info) { return info.param; });
 
 TEST(LatentPacking, PatchifyFollowsTheRowAndColumnOrderOfTheSpec) {
   // Element (c, t, h, w) lands in row (t·(H/2) + h/2)·(W/2) + w/2, column (c·2 + h%2)·2 + w%2.
