@@ -100,39 +100,34 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
   OROCHI_CHECK(f16 || options.blend_precision == BlendPrecision::kF32, "device blends run in f16 or f32");
   const int64_t pre = c.frame_pre_padding(), block = c.chunk_frames() - pre;
   const int64_t tail_start = std::min(c.chunk_frames() + pre, wf), tail_len = wf - tail_start;
+  // Writes `frames` frames of `clip` from frame `from` to output frame `to`; null `tail_clip` copies.
+  auto place = [&](const Tensor& clip, int64_t from, int64_t frames, int64_t to, const Tensor* tail_clip) {
+    cuda::kernels::CrossFade fade;
+    fade.out = static_cast<float*>(const_cast<void*>(video.raw_data()));
+    fade.out_frames = F;
+    fade.out_f0 = to;
+    fade.channels = ch;
+    fade.frames = frames;
+    fade.plane = H * W;
+    fade.head = clip.data<float>() + from * H * W;
+    fade.head_stride_frames = wf;
+    if (tail_clip) {
+      fade.tail = tail_clip->data<float>() + tail_start * H * W;
+      fade.tail_stride_frames = wf;
+      fade.tail_len = tail_len;
+      fade.n = std::min({tail_len, frames, c.frame_overlap()});
+    }
+    return cuda::kernels::launch_vae_cross_fade(fade, f16, stream_);
+  };
   for (int64_t i = 0; i < chunks; ++i) {
     const Tensor& clip = i % 2 ? clip_b : clip_a;
     const Tensor& previous = i % 2 ? clip_a : clip_b;
     OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, clip));
     // Output frames [block·i, block·i + block): the head, its first frames faded in from the tail.
-    cuda::kernels::CrossFade fade;
-    fade.out = static_cast<float*>(const_cast<void*>(video.raw_data()));
-    fade.out_frames = F;
-    fade.out_f0 = i * block;
-    fade.channels = ch;
-    fade.frames = block;
-    fade.plane = H * W;
-    fade.head = clip.data<float>() + pre * H * W;
-    fade.head_stride_frames = wf;
-    if (i > 0 && c.token_drop > 0) {
-      fade.tail = previous.data<float>() + tail_start * H * W;
-      fade.tail_stride_frames = wf;
-      fade.tail_len = tail_len;
-      fade.n = std::min({tail_len, block, c.frame_overlap()});
-    }
-    OROCHI_CUDA_RETURN_IF_ERROR(cuda::kernels::launch_vae_cross_fade(fade, f16, stream_));
-    if (i + 1 == chunks && c.token_drop > 0) {  // the last clip's tail ends the video
-      cuda::kernels::CrossFade last;
-      last.out = fade.out;
-      last.out_frames = F;
-      last.out_f0 = chunks * block;
-      last.channels = ch;
-      last.frames = tail_len;
-      last.plane = H * W;
-      last.head = clip.data<float>() + tail_start * H * W;
-      last.head_stride_frames = wf;
-      OROCHI_CUDA_RETURN_IF_ERROR(cuda::kernels::launch_vae_cross_fade(last, f16, stream_));
-    }
+    const bool fade_in = i > 0 && c.token_drop > 0;
+    OROCHI_CUDA_RETURN_IF_ERROR(place(clip, pre, block, i * block, fade_in ? &previous : nullptr));
+    if (i + 1 == chunks && c.token_drop > 0)  // the last clip's tail ends the video
+      OROCHI_CUDA_RETURN_IF_ERROR(place(clip, tail_start, tail_len, chunks * block, nullptr));
     if (progress) {
       OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // so the callback's clock is honest
       progress(i + 1, chunks);
