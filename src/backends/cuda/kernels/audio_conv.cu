@@ -3,21 +3,13 @@
 // Grid-stride loops with the channel index fastest, so reads and writes are coalesced; all of them
 // are bandwidth-bound next to the GEMMs.
 #include "backends/cuda/kernels/audio_kernels.h"
+#include "backends/cuda/kernels/device_helpers.cuh"
 
 namespace orochi::cuda::kernels {
 namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 4 ? 65535 * 4 : b));
-}
 
 __global__ void im2col_kernel(const float* __restrict__ x, float* __restrict__ col, int64_t B, int64_t L, int64_t C,
                               int64_t K, int64_t dilation, int64_t padding, int64_t Lout) {
@@ -82,7 +74,7 @@ cudaError_t launch_audio_im2col(const float* x, float* col, int64_t B, int64_t L
   const int64_t Lout = L + 2 * padding - dilation * (K - 1);
   const int64_t n = B * Lout * K * C;
   if (n <= 0) return cudaSuccess;
-  im2col_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, col, B, L, C, K, dilation, padding, Lout);
+  im2col_kernel<<<grid_blocks(n), kThreads, 0, stream>>>(x, col, B, L, C, K, dilation, padding, Lout);
   return cudaGetLastError();
 }
 
@@ -91,7 +83,7 @@ cudaError_t launch_audio_conv_transpose_gather(const float* z, const float* bias
                                                int64_t Lout, cudaStream_t stream) {
   const int64_t n = B * Lout * Cout;
   if (n <= 0) return cudaSuccess;
-  conv_transpose_gather_kernel<<<blocks_for(n), kThreads, 0, stream>>>(z, bias, out, B, Lin, Cout, K, stride, padding,
+  conv_transpose_gather_kernel<<<grid_blocks(n), kThreads, 0, stream>>>(z, bias, out, B, Lin, Cout, K, stride, padding,
                                                                        Lout);
   return cudaGetLastError();
 }
@@ -102,7 +94,7 @@ cudaError_t launch_audio_conv1d_mono_clamp(const float* x, const float* w, const
   const int64_t Lout = L + 2 * padding - K + 1;
   const int64_t n = B * Lout;
   if (n <= 0) return cudaSuccess;
-  conv1d_mono_clamp_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, w, bias, out, B, L, Cin, K, padding, Lout, lo,
+  conv1d_mono_clamp_kernel<<<grid_blocks(n), kThreads, 0, stream>>>(x, w, bias, out, B, L, Cin, K, padding, Lout, lo,
                                                                    hi);
   return cudaGetLastError();
 }
@@ -110,7 +102,7 @@ cudaError_t launch_audio_conv1d_mono_clamp(const float* x, const float* w, const
 cudaError_t launch_audio_residual_sum(float* out, const float* acc, const float* a, const float* b, float divisor,
                                       int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  residual_sum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(out, acc, a, b, divisor, n);
+  residual_sum_kernel<<<grid_blocks(n), kThreads, 0, stream>>>(out, acc, a, b, divisor, n);
   return cudaGetLastError();
 }
 

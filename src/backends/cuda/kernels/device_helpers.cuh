@@ -58,7 +58,9 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the total.
-// Uses static shared memory: call it at most once per kernel.
+// Uses static shared memory per `Slot`: a kernel that reduces twice passes another Slot the second
+// time, so no warp overwrites partials the first reduction is still reading.
+template <int Slot = 0>
 __device__ __forceinline__ float block_sum(float v) {
   __shared__ float partial[32];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
@@ -80,6 +82,12 @@ inline int row_threads(int64_t units) {
   const int64_t t = (units + 31) / 32 * 32;
   return static_cast<int>(t < 32 ? 32 : (t > 256 ? 256 : t));
 }
+
+// Grid-stride loops: the first item of this thread, and the step to its next one.
+__device__ __forceinline__ int64_t first_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // Blocks for a grid-stride loop over `units` items with 256 threads: enough to fill the GPU, capped
 // so huge tensors loop instead of launching millions of blocks.

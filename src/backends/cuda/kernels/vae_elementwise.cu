@@ -11,10 +11,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 __global__ void vae_swiglu_kernel(const f16* __restrict__ u, f16* __restrict__ out, int64_t M, int64_t I) {
   for (int64_t i = first_index(); i < M * I; i += grid_stride()) {

@@ -26,16 +26,6 @@ __global__ void vae_rms_norm_kernel(const float* __restrict__ x, const float* __
 }
 
 // Two-pass statistics (mean, then the centred sum of squares) as a numerically safe LayerNorm.
-// block_sum may be called once per kernel (static shared memory), so the second reduction has its own.
-__device__ __forceinline__ float block_sum_second(float v) {
-  __shared__ float partial[32];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warp_sum(v);
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  return warp_sum(lane < warps ? partial[lane] : 0.0f);
-}
-
 __global__ void vae_layer_norm_kernel(const float* __restrict__ x, const float* __restrict__ w,
                                       const float* __restrict__ b, f16* __restrict__ y, int64_t C, float eps) {
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * C;
@@ -48,7 +38,7 @@ __global__ void vae_layer_norm_kernel(const float* __restrict__ x, const float* 
     const float d = xr[c] - mean;
     sq += d * d;
   }
-  const float inv = rsqrtf(block_sum_second(sq) / static_cast<float>(C) + eps);
+  const float inv = rsqrtf(block_sum<1>(sq) / static_cast<float>(C) + eps);
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) yr[c] = __float2half_rn((xr[c] - mean) * inv * w[c] + b[c]);
 }
 

@@ -21,8 +21,7 @@ __device__ __forceinline__ float blend(float a, float b, int64_t k, int64_t n, b
 
 __global__ void stitch_tile_kernel(StitchTile t, bool f16) {
   const int64_t total = t.planes * t.keep_h * t.keep_w;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t x = i % t.keep_w, y = (i / t.keep_w) % t.keep_h, k = i / (t.keep_w * t.keep_h);
     float v = t.tile[(k * t.tile_h + y) * t.tile_w + x];
     // The row blend first (with the raw tile above), then the column blend (with the raw tile to
@@ -36,8 +35,7 @@ __global__ void stitch_tile_kernel(StitchTile t, bool f16) {
 
 __global__ void cross_fade_kernel(CrossFade c, bool f16) {
   const int64_t total = c.channels * c.frames * c.plane;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const int64_t p = i % c.plane, f = (i / c.plane) % c.frames, ch = i / (c.plane * c.frames);
     float v = c.head[(ch * c.head_stride_frames + f) * c.plane + p];
     if (c.tail && f < c.n)
@@ -46,24 +44,19 @@ __global__ void cross_fade_kernel(CrossFade c, bool f16) {
   }
 }
 
-unsigned grid_for(int64_t total) {
-  const int64_t blocks = (total + 255) / 256;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
-}
-
 }  // namespace
 
 cudaError_t launch_vae_stitch_tile(const StitchTile& t, bool f16, cudaStream_t stream) {
   const int64_t total = t.planes * t.keep_h * t.keep_w;
   if (total == 0) return cudaSuccess;
-  stitch_tile_kernel<<<grid_for(total), 256, 0, stream>>>(t, f16);
+  stitch_tile_kernel<<<grid_blocks(total), 256, 0, stream>>>(t, f16);
   return cudaGetLastError();
 }
 
 cudaError_t launch_vae_cross_fade(const CrossFade& c, bool f16, cudaStream_t stream) {
   const int64_t total = c.channels * c.frames * c.plane;
   if (total == 0) return cudaSuccess;
-  cross_fade_kernel<<<grid_for(total), 256, 0, stream>>>(c, f16);
+  cross_fade_kernel<<<grid_blocks(total), 256, 0, stream>>>(c, f16);
   return cudaGetLastError();
 }
 
