@@ -35,9 +35,10 @@ import diffusers
 import numpy as np
 import torch
 from diffusers import AutoencoderKLMiniMaxH3Audio
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
-from make_h3_tiny import canonicalize_header  # byte-identical output from run to run
+from golden_io import canonicalize_header, print_sizes, save_golden
+
 
 SEED = 20260825
 NUM_LATENTS = 8  # per stereo channel
@@ -182,16 +183,8 @@ def main():
         "layout": "in.rows: channel-major audio rows [stereo * A, latent_channels]; activations [stereo, C, L]",
     }
     path = out / "golden.safetensors"
-    save_file(golden, path, metadata=meta)
-    canonicalize_header(path)
-    check = load_file(path)
-    assert set(check) == set(golden) and all(torch.equal(check[k], golden[k]) for k in golden)
-    total = 0
-    for p in sorted(out.rglob("*")):
-        if p.is_file():
-            total += p.stat().st_size
-            print(f"{p.stat().st_size:>9}  {p.relative_to(out)}")
-    print(f"{total:>9}  total")
+    save_golden(path, golden, meta)
+    print_sizes(out)
 
 
 if __name__ == "__main__":

@@ -36,9 +36,10 @@ from diffusers.modular_pipelines.minimax_h3.before_denoise import (
     MiniMaxH3SetTimestepsStep,
     patchify_video_latents,
 )
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
-from make_h3_tiny import canonicalize_header
+from golden_io import save_golden
+
 
 SEED = 20261130
 NUM_TEXT, LATENT_T, LATENT_H, LATENT_W, NUM_AUDIO = 5, 3, 4, 6, 4
@@ -144,10 +145,7 @@ def main():
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "golden.safetensors"
-    save_file(golden, path, metadata=meta)
-    canonicalize_header(path)
-    check = load_file(path)
-    assert set(check) == set(golden) and all(torch.equal(check[k], golden[k]) for k in golden)
+    save_golden(path, golden, meta)
     print(f"{path}: {path.stat().st_size} bytes, {len(golden)} tensors")
 
 

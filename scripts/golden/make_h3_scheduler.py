@@ -27,9 +27,9 @@ import diffusers
 import numpy as np
 import torch
 from diffusers import MiniMaxH3Scheduler
-from safetensors.torch import load_file, save_file
 
-from make_h3_tiny import canonicalize_header  # byte-identical output from run to run
+from golden_io import save_golden
+
 
 SEED = 20260824
 CASES = [(n, s) for s in (12.0, 3.0, 6.0) for n in (2, 3, 9, 21)] + [(9, 7.7), (21, 7.7), (200, 1e5)]
@@ -91,10 +91,7 @@ def main():
         "step_cases": json.dumps(STEP_CASES),
     }
     path = args.out / "golden.safetensors"
-    save_file(golden, path, metadata=meta)
-    canonicalize_header(path)
-    check = load_file(path)
-    assert set(check) == set(golden) and all(torch.equal(check[k], golden[k]) for k in golden)
+    save_golden(path, golden, meta)
     print(f"{path}: {path.stat().st_size} bytes, {len(golden)} tensors")
 
 

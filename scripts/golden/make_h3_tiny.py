@@ -37,6 +37,8 @@ from diffusers.modular_pipelines.minimax_h3.before_denoise import (
 )
 from safetensors.torch import load_file, save_file
 
+from golden_io import canonicalize_header, print_sizes, save_golden
+
 
 SEED = 20260823
 
@@ -205,23 +207,6 @@ def original_to_diffusers(orig: dict, cfg: dict) -> dict:
                     break
             sd[pre + rest] = t
     return sd
-
-
-def canonicalize_header(path: Path) -> None:
-    """safetensors writes `__metadata__` from a hash map, so its key order (and the file's bytes) changes from run to
-    run. Rewrite the header with the metadata keys sorted; the header length, offsets and data are unchanged."""
-    raw = path.read_bytes()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", None)
-    canon = {}
-    if meta is not None:
-        canon["__metadata__"] = dict(sorted(meta.items()))
-    canon.update(sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]))
-    text = json.dumps(canon, separators=(",", ":"), ensure_ascii=False).encode()
-    if len(text) > n:
-        raise AssertionError("canonical header is longer than the original")
-    path.write_bytes(raw[:8] + text + b" " * (n - len(text)) + raw[8 + n:])
 
 
 def assert_same_state(a: dict, b: dict, what: str) -> None:
@@ -502,10 +487,7 @@ def main():
         }),
         "modulation_layout": "rows t_idx*3+modality; cols [shift_msa|scale_msa|gate_msa|shift_mlp|scale_mlp|gate_mlp]",
     }
-    save_file(golden, out / "golden.safetensors", metadata=meta)
-    canonicalize_header(out / "golden.safetensors")
-    check = load_file(out / "golden.safetensors")
-    assert set(check) == set(golden) and all(torch.equal(check[k], golden[k]) for k in golden)
+    save_golden(out / "golden.safetensors", golden, meta)
 
     print(f"params: {n_params}  S={S} Nv={nv} Na={na} L={L}")
     print("timestep:", inp["in.timestep"].tolist())
@@ -516,12 +498,7 @@ def main():
     print("text_indices:", inp["in.text_indices"].tolist())
     print("position_ids:\n", inp["in.position_ids"])
     print("out.video mean|x| %.4f  out.audio mean|x| %.4f" % (cap["out.video"].abs().mean(), cap["out.audio"].abs().mean()))
-    total = 0
-    for p in sorted(out.rglob("*")):
-        if p.is_file():
-            total += p.stat().st_size
-            print(f"{p.stat().st_size:>9}  {p.relative_to(out)}")
-    print(f"{total:>9}  total")
+    print_sizes(out)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ import torch.nn as nn
 import diffusers
 import safetensors
 from diffusers import AutoencoderKLMiniMaxH3
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from golden_io import canonicalize_header, print_sizes, save_golden
 
 
 SEED = 20260824
@@ -89,22 +91,6 @@ def randomize_(model: nn.Module, gen: torch.Generator) -> None:
                 p.copy_(torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.2 * torch.randn(p.shape, generator=gen))
-
-
-def canonicalize_header(path: Path) -> None:
-    """Sort the safetensors `__metadata__` keys (written from a hash map) so the file is byte-identical per run."""
-    raw = path.read_bytes()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", None)
-    canon = {}
-    if meta is not None:
-        canon["__metadata__"] = dict(sorted(meta.items()))
-    canon.update(sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]))
-    text = json.dumps(canon, separators=(",", ":"), ensure_ascii=False).encode()
-    if len(text) > n:
-        raise AssertionError("canonical header is longer than the original")
-    path.write_bytes(raw[:8] + text + b" " * (n - len(text)) + raw[8 + n:])
 
 
 def denormalize(vae, latents):
@@ -305,17 +291,9 @@ def main():
         "captures": "per-stage tensors are those of the first decoder call (chunk 0, tile (0,0)); "
                     "<case>.clip.<i> is chunk i's stitched clip before the temporal blend",
     }
-    save_file(golden, out / "golden.safetensors", metadata=meta)
-    canonicalize_header(out / "golden.safetensors")
-    check = load_file(out / "golden.safetensors")
-    assert set(check) == set(golden) and all(torch.equal(check[k], golden[k]) for k in golden)
+    save_golden(out / "golden.safetensors", golden, meta)
 
-    total = 0
-    for p in sorted(out.rglob("*")):
-        if p.is_file():
-            total += p.stat().st_size
-            print(f"{p.stat().st_size:>9}  {p.relative_to(out)}")
-    print(f"{total:>9}  total")
+    print_sizes(out)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ The model comes from transformers on PyPI, unmodified; nothing here copies its c
 
 import argparse
 import copy
-import json
 import shutil
 from pathlib import Path
 
@@ -37,7 +36,9 @@ import torch.nn as nn
 
 import safetensors
 import transformers
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+
+from golden_io import canonicalize_header, print_sizes, save_golden
 from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
 SEED = 20260901
@@ -93,19 +94,6 @@ def randomize_(model: nn.Module, gen: torch.Generator) -> None:
                 p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
             else:
                 p.copy_(torch.randn(p.shape, generator=gen))
-
-
-def canonicalize_header(path: Path) -> None:
-    """Sort the `__metadata__` keys (safetensors writes them from a hash map) so reruns give identical bytes."""
-    raw = path.read_bytes()
-    n = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", None)
-    canon = {} if meta is None else {"__metadata__": dict(sorted(meta.items()))}
-    canon.update(sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]))
-    text = json.dumps(canon, separators=(",", ":"), ensure_ascii=False).encode()
-    assert len(text) <= n
-    path.write_bytes(raw[:8] + text + b" " * (n - len(text)) + raw[8 + n:])
 
 
 def run_language_model(model, input_ids, position_ids=None) -> dict:
@@ -241,18 +229,10 @@ def main():
         "stop_after_layers": str(STOP_AFTER_LAYERS),
         "call": "model.model(input_ids, attention_mask=ones, use_cache=False, output_hidden_states=True)",
     }
-    save_file(golden, out / "golden.safetensors", metadata=meta)
-    canonicalize_header(out / "golden.safetensors")
-    check = load_file(out / "golden.safetensors")
-    assert set(check) == set(golden) and all(torch.equal(check[k], golden[k]) for k in golden)
+    save_golden(out / "golden.safetensors", golden, meta)
 
     print("input_ids:", input_ids.tolist())
-    total = 0
-    for p in sorted(out.rglob("*")):
-        if p.is_file():
-            total += p.stat().st_size
-            print(f"{p.stat().st_size:>9}  {p.relative_to(out)}")
-    print(f"{total:>9}  total")
+    print_sizes(out)
 
 
 if __name__ == "__main__":
