@@ -1,6 +1,7 @@
 #include "apps/generate_options.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "apps/args.h"
 #include "apps/format.h"
@@ -112,8 +113,8 @@ Status check_generate_request(const GenerateOptions& o) {
   }
   if (o.model_dir && !o.on_gpu()) {
     // The CPU path holds every transformer weight in f32: refuse a model that cannot fit.
-    OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder folder, weights::ModelFolder::open(*o.model_dir + "/transformer"));
-    OROCHI_ASSIGN_OR_RETURN(h3::H3Config config, h3::H3Config::from_json(folder.config));
+    OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(*o.model_dir + "/transformer"));
+    OROCHI_ASSIGN_OR_RETURN(h3::H3Config config, h3::H3Config::from_json(json));
     const uint64_t need = static_cast<uint64_t>(h3::summarize_config(config, DType::kF32).total.bytes);
     const uint64_t have = available_ram_bytes();
     if (have != 0 && need > have * 9 / 10)

@@ -1,5 +1,7 @@
 #include "pipeline/prompt_features.h"
 
+#include <nlohmann/json.hpp>
+
 #include "models/qwen3vl/text_model.h"
 #include "models/qwen3vl/tokenizer.h"
 #include "weights/model_folder.h"
@@ -17,8 +19,8 @@ Expected<Tensor> tokenize_prompt(const std::string& tokenizer_path, const std::s
 }
 
 Status check_text_encoder(const std::string& dir, int64_t layer, int64_t* max_tokens, int64_t* hidden_size) {
-  OROCHI_ASSIGN_OR_RETURN(const weights::ModelFolder folder, weights::ModelFolder::open(dir));
-  Expected<qwen3vl::TextConfig> config = qwen3vl::TextConfig::from_json(folder.config);
+  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(dir));
+  Expected<qwen3vl::TextConfig> config = qwen3vl::TextConfig::from_json(json);
   if (!config) return config.status().with_context(dir + "/config.json");
   if (layer < 1 || layer >= config->num_hidden_layers)
     return invalid_argument("the text encoder in " + dir + " has " + std::to_string(config->num_hidden_layers) +

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "weights/model_folder.h"
 
 namespace orochi::planner {
 namespace {
@@ -14,21 +14,13 @@ namespace fs = std::filesystem;
 
 // Reads <model>/<component>/config.json; only the file, never the weights next to it.
 Expected<nlohmann::json> read_component_config(const std::string& model, const char* component) {
-  const fs::path path = fs::path(model) / component / "config.json";
-  std::ifstream in(path);
-  if (!in)
-    return not_found(path.string() + " not found: --model needs a diffusers-layout MiniMax-H3 folder with " +
-                     "transformer/, vae/, audio_vae/ and text_encoder/ config.json files (or --model h3 " +
+  const fs::path folder = fs::path(model) / component;
+  Expected<nlohmann::json> config = weights::read_model_config(folder.string());
+  if (!config && config.status().code() == ErrorCode::kNotFound)
+    return not_found((folder / "config.json").string() + " not found: --model needs a diffusers-layout MiniMax-H3 " +
+                     "folder with transformer/, vae/, audio_vae/ and text_encoder/ config.json files (or --model h3 " +
                      "for the released configs)");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    nlohmann::json j = nlohmann::json::parse(text.str());
-    if (!j.is_object()) return corrupt_file(path.string() + " must hold a JSON object; re-download it");
-    return j;
-  } catch (const nlohmann::json::exception& e) {
-    return corrupt_file(path.string() + " is not valid JSON (" + e.what() + "); re-download it");
-  }
+  return config;
 }
 
 }  // namespace

@@ -11,7 +11,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Expected<nlohmann::json> read_config(const std::string& folder) {
+// "2 unknown keys ('a', 'b')" with at most `limit` names shown.
+std::string describe_keys(const std::vector<std::string>& keys, const char* kind, size_t limit) {
+  std::string out = std::to_string(keys.size()) + " " + kind + (keys.size() == 1 ? " key (" : " keys (");
+  for (size_t i = 0; i < keys.size() && i < limit; ++i) out += (i ? ", " : "") + keys[i];
+  if (keys.size() > limit) out += ", ... " + std::to_string(keys.size() - limit) + " more";
+  return out + ")";
+}
+
+}  // namespace
+
+Expected<nlohmann::json> read_model_config(const std::string& folder) {
   const std::string config_path = (fs::path(folder) / "config.json").string();
   auto mapped = map_file(config_path);
   if (!mapped.has_value() && mapped.status().code() == ErrorCode::kNotFound)
@@ -32,16 +42,6 @@ Expected<nlohmann::json> read_config(const std::string& folder) {
   return config;
 }
 
-// "2 unknown keys ('a', 'b')" with at most `limit` names shown.
-std::string describe_keys(const std::vector<std::string>& keys, const char* kind, size_t limit) {
-  std::string out = std::to_string(keys.size()) + " " + kind + (keys.size() == 1 ? " key (" : " keys (");
-  for (size_t i = 0; i < keys.size() && i < limit; ++i) out += (i ? ", " : "") + keys[i];
-  if (keys.size() > limit) out += ", ... " + std::to_string(keys.size() - limit) + " more";
-  return out + ")";
-}
-
-}  // namespace
-
 Expected<ModelFolder> ModelFolder::open(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
@@ -49,7 +49,7 @@ Expected<ModelFolder> ModelFolder::open(const std::string& path) {
                      "config.json and *.safetensors");
   if (!fs::is_directory(path, ec))
     return invalid_argument(path + " is a file; pass the folder holding config.json and the weights");
-  OROCHI_ASSIGN_OR_RETURN(nlohmann::json config, read_config(path));
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json config, read_model_config(path));
   OROCHI_ASSIGN_OR_RETURN(Checkpoint weights, Checkpoint::open(path));
   return ModelFolder{path, std::move(config), std::move(weights)};
 }

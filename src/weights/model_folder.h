@@ -11,6 +11,10 @@
 
 namespace orochi::weights {
 
+// A component folder's config.json alone (no weights touched): for checks and plans made before
+// loading. Errors: not_found (no config.json, with advice), io_error, corrupt_file (not a JSON object).
+Expected<nlohmann::json> read_model_config(const std::string& folder);
+
 struct ModelFolder {
   std::string path;
   nlohmann::json config;  // config.json, parsed; always an object
