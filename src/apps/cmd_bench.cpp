@@ -1,9 +1,10 @@
-// `orochi bench dit`: the H3 denoiser forward on one GPU with random weights of the real shapes
-// (no checkpoint), over the pipeline's packed t2va layout. Times forwards with CUDA events and
-// reports median, spread, achieved TFLOP/s against the measured H200 ceilings and peak memory.
+// `orochi bench dit`: the H3 denoiser forward on one GPU (or --gpus N on the same request) with
+// random weights of the real shapes (no checkpoint), over the pipeline's packed t2va layout. Times
+// whole forwards (wall clock, waited for) and reports median, spread, achieved TFLOP/s against the measured H200 ceilings and peak memory.
 // --dump-outputs writes the last forward's outputs with its inputs and layout, so that
 // scripts/device/compare_h3_full.py can run diffusers on the same request and weights.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/parallel_option.h"
 #include "models/h3/flops.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
@@ -24,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda_check.h"
+#include "models/h3/cuda/gpu_parallel.h"
 #include "models/h3/cuda/gpu_runner.h"
 #endif
 
@@ -75,7 +78,7 @@ int run_bench(const std::vector<std::string>& argv) {
   // `bench text` has its own options: hand it the whole argument list before parsing dit's.
   if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
-                                     "dump-outputs"},
+                                     "dump-outputs", "gpus", "parallel", "comm-timeout"},
                                     {"json", "profile"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
@@ -83,7 +86,8 @@ int run_bench(const std::vector<std::string>& argv) {
                                  "[--device 0] [--seed 7] [--json] [--dump-outputs PATH]\n"
                                  "       orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
                                  "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 1] [--json] [--profile] "
-                                 "[--dump-outputs PATH]\n  --dump-outputs PATH: after the timed forwards, write the "
+                                 "[--dump-outputs PATH] [--gpus 1] [--parallel auto|tp|sp|tpxsp] [--comm-timeout 60]\n"
+                                 "  --gpus N: N GPUs from --device on on the same request, laid out by --parallel\n  --dump-outputs PATH: after the timed forwards, write the "
                                  "last forward's video/audio outputs (f32) with its inputs, layout and timesteps to "
                                  "the safetensors file PATH (for scripts/device/compare_h3_full.py)"));
   Expected<Canvas> canvas = canvas_for(args->get("res", "480p"));
@@ -91,12 +95,13 @@ int run_bench(const std::vector<std::string>& argv) {
   Expected<int64_t> frames = args->get_int("frames", 124), text_rows = args->get_int("text-rows", 256);
   Expected<int64_t> layers = args->get_int("layers", 50), warmup = args->get_int("warmup", 2);
   Expected<int64_t> iters = args->get_int("iters", 5), device = args->get_int("device", 0);
-  Expected<int64_t> seed = args->get_int("seed", 1);
+  Expected<int64_t> seed = args->get_int("seed", 1), gpus = args->get_int("gpus", 1);
+  Expected<int64_t> comm_timeout = args->get_int("comm-timeout", 60);
   for (const Status& s : {frames.status(), text_rows.status(), layers.status(), warmup.status(), iters.status(),
-                          device.status(), seed.status()})
+                          device.status(), seed.status(), gpus.status(), comm_timeout.status()})
     if (!s.is_ok()) return fail(s);
-  if (*iters < 1 || *warmup < 0 || *layers < 1 || *text_rows < 1)
-    return fail(invalid_argument("--iters, --layers and --text-rows must be >= 1, --warmup >= 0"));
+  if (*iters < 1 || *warmup < 0 || *layers < 1 || *text_rows < 1 || *gpus < 1 || *comm_timeout < 1)
+    return fail(invalid_argument("--iters, --layers, --text-rows, --gpus and --comm-timeout must be >= 1, --warmup >= 0"));
   const std::string dump_path = args->get("dump-outputs", "");
   if (args->has("dump-outputs")) {
     const std::filesystem::path parent = std::filesystem::absolute(dump_path).parent_path();
@@ -131,40 +136,71 @@ int run_bench(const std::vector<std::string>& argv) {
                static_cast<long long>(canvas->width), static_cast<long long>(canvas->height),
                static_cast<long long>(*frames), static_cast<long long>(layout->rows), static_cast<long long>(*layers),
                static_cast<long long>(*device));
-  auto runner = h3::gpu::H3GpuRunner::create(config, static_cast<int>(*device), size);
-  if (!runner) return fail(runner.status());
-  if (Status s = (*runner)->init_random_weights(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);
-  if (Status s = (*runner)->set_request(ts.timesteps, in); !s.is_ok()) return fail(s);
+  // One GPU, or every GPU of --gpus on the same request (--parallel tp|sp|tpxsp|auto).
+  const double gib = 1 << 30;
+  Expected<ParallelDegrees> degrees = choose_parallel(
+      args->get("parallel", "auto"), config, static_cast<int>(*gpus), static_cast<double>(total) / gib,
+      h3::gpu::resident_weight_bytes(config, h3::gpu::whole_model(config)) / gib,
+      h3::gpu::request_arena_bytes(config, size, 0) / gib);
+  if (!degrees) return fail(degrees.status());
+  h3::gpu::MultiGpuLayout parallel{.tp = degrees->tp, .sp = degrees->sp,
+                                   .comm_deadline = std::chrono::milliseconds(*comm_timeout * 1000), .fault = {}};
+  std::unique_ptr<h3::gpu::H3GpuRunner> single;
+  std::unique_ptr<h3::gpu::H3MultiGpu> multi;
+  if (*gpus == 1) {
+    auto runner = h3::gpu::H3GpuRunner::create(config, static_cast<int>(*device), size);
+    if (!runner) return fail(runner.status());
+    single = std::move(*runner);
+  } else {
+    std::vector<int> devices;
+    for (int64_t g = 0; g < *gpus; ++g) devices.push_back(static_cast<int>(*device + g));
+    auto mg = h3::gpu::H3MultiGpu::create(config, devices, parallel, size);
+    if (!mg) return fail(mg.status());
+    multi = std::move(*mg);
+    std::fprintf(stderr, "[orochi] layout: tp %d x sp %d over GPUs %lld..%lld (%s)\n", parallel.tp, parallel.sp,
+                 static_cast<long long>(*device), static_cast<long long>(*device + *gpus - 1), degrees->why.c_str());
+  }
+  h3::gpu::H3GpuRunner& runner0 = single ? *single : multi->runner(0);
+  auto run_forward = [&]() -> Status {
+    if (multi) return multi->forward();
+    OROCHI_RETURN_IF_ERROR(single->forward());
+    return single->synchronize();
+  };
+  if (Status s = single ? single->init_random_weights(static_cast<uint64_t>(*seed))
+                        : multi->init_random_weights(static_cast<uint64_t>(*seed));
+      !s.is_ok())
+    return fail(s);
+  if (Status s = single ? single->set_request(ts.timesteps, in) : multi->set_request(ts.timesteps, in); !s.is_ok())
+    return fail(s);
 
-  cudaStream_t stream = (*runner)->stream();
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
   std::vector<double> times;
   for (int64_t i = 0; i < *warmup + *iters; ++i) {
-    cudaEventRecord(start, stream);
-    if (Status s = (*runner)->forward(); !s.is_ok()) return fail(s);
-    cudaEventRecord(stop, stream);
-    if (Status s = cuda::cuda_status(cudaEventSynchronize(stop), "forward"); !s.is_ok()) return fail(s);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    if (i >= *warmup) times.push_back(ms / 1000.0);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (Status s = run_forward(); !s.is_ok()) return fail(s);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= *warmup) times.push_back(sec);
     std::fprintf(stderr, "[orochi] forward %lld/%lld: %.3f s%s\n", static_cast<long long>(i + 1),
-                 static_cast<long long>(*warmup + *iters), ms / 1000.0, i < *warmup ? " (warm-up)" : "");
+                 static_cast<long long>(*warmup + *iters), sec, i < *warmup ? " (warm-up)" : "");
   }
   if (args->has("profile")) {
-    // One more forward with an event pair around every stage: where the time goes.
-    (*runner)->timer().enable(stream);
-    if (Status s = (*runner)->forward(); !s.is_ok()) return fail(s);
+    // One more forward with an event pair around every stage of rank 0: where the time goes.
+    runner0.timer().enable(runner0.stream());
+    if (runner0.comm_stream()) runner0.comm_timer().enable(runner0.comm_stream());
+    if (Status s = run_forward(); !s.is_ok()) return fail(s);
     double sum = 0;
-    const auto stages = (*runner)->timer().collect();
+    const auto stages = runner0.timer().collect();
     for (const auto& [name, ms] : stages) sum += ms;
     for (const auto& [name, ms] : stages)
       std::fprintf(stderr, "[orochi] profile %-16s %9.2f ms  %5.1f%%\n", name.c_str(), ms, 100.0 * ms / sum);
+    // The collectives on the comm stream, overlapping the stages above (busy time, not added).
+    if (runner0.comm_stream())
+      for (const auto& [name, ms] : runner0.comm_timer().collect())
+        std::fprintf(stderr, "[orochi] profile comm %-11s %9.2f ms  (overlapped)\n", name.c_str(), ms);
   }
   size_t free_after = 0;
   cudaMemGetInfo(&free_after, &total);
-  Expected<h3::H3Outputs> out = (*runner)->outputs();
+  cudaSetDevice(static_cast<int>(*device));
+  Expected<h3::H3Outputs> out = single ? single->outputs() : multi->outputs();
   if (!out) return fail(out.status());
   bool finite = true;
   for (const Tensor* t : {&out->video, &out->audio})
@@ -190,9 +226,10 @@ int run_bench(const std::vector<std::string>& argv) {
                    {"forward_s_median", median}, {"forward_s_min", lo}, {"forward_s_max", hi}, {"forward_s_all", times},
                    {"tflops", flops.total() / median / 1e12}, {"linear_pflop", flops.linear / 1e15},
                    {"attention_pflop", flops.attention / 1e15}, {"ceiling_floor_s", floor_s},
-                   {"fraction_of_ceiling", floor_s / median}, {"weights_gib", (*runner)->weight_bytes() / double(1 << 30)},
-                   {"request_gib", (*runner)->request_bytes_peak() / double(1 << 30)}, {"gpu_used_gib", used_gib},
-                   {"out_finite", finite}};
+                   {"fraction_of_ceiling", floor_s / median}, {"weights_gib", runner0.weight_bytes() / double(1 << 30)},
+                   {"request_gib", runner0.request_bytes_peak() / double(1 << 30)}, {"gpu_used_gib", used_gib},
+                   {"out_finite", finite}, {"gpus", *gpus}, {"tp", parallel.tp}, {"sp", parallel.sp},
+                   {"layout_why", degrees->why}};
   if (args->has("json")) {
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -204,7 +241,7 @@ int run_bench(const std::vector<std::string>& argv) {
     std::printf("  median %.3f s (min %.3f, max %.3f over %zu), %.0f TFLOP/s, %.0f%% of the GEMM/attention ceilings (floor %.3f s)\n",
                 median, lo, hi, times.size(), flops.total() / median / 1e12, 100.0 * floor_s / median, floor_s);
     std::printf("  memory: weights %.2f GiB, request arena peak %.2f GiB, GPU in use by the run %.2f GiB; outputs %s\n",
-                (*runner)->weight_bytes() / double(1 << 30), (*runner)->request_bytes_peak() / double(1 << 30), used_gib,
+                runner0.weight_bytes() / double(1 << 30), runner0.request_bytes_peak() / double(1 << 30), used_gib,
                 finite ? "finite" : "NOT FINITE");
   }
   return finite ? 0 : 1;

@@ -12,6 +12,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kIo: return "i/o error";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kDeadline: return "deadline exceeded";
   }
   return "unknown error";
 }
@@ -32,5 +33,6 @@ Status corrupt_file(std::string m) { return {ErrorCode::kCorruptFile, std::move(
 Status shape_mismatch(std::string m) { return {ErrorCode::kShapeMismatch, std::move(m)}; }
 Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
 Status io_error(std::string m) { return {ErrorCode::kIo, std::move(m)}; }
+Status deadline_exceeded(std::string m) { return {ErrorCode::kDeadline, std::move(m)}; }
 
 }  // namespace orochi

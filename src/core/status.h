@@ -17,6 +17,7 @@ enum class ErrorCode {
   kUnsupported,      // valid input we do not handle (yet)
   kIo,               // the OS refused (open, mmap, write)
   kInternal,         // an invariant broke: a bug in Orochi
+  kDeadline,         // a peer rank or device did not answer in time (communication deadline)
 };
 
 const char* error_code_name(ErrorCode code);
@@ -69,6 +70,7 @@ Status corrupt_file(std::string message);
 Status shape_mismatch(std::string message);
 Status unsupported(std::string message);
 Status io_error(std::string message);
+Status deadline_exceeded(std::string message);
 
 }  // namespace orochi
 

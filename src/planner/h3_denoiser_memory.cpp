@@ -104,7 +104,7 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
   const int64_t Na = sp ? ceil_div(s.audio_rows, n) : s.audio_rows;
   const PoolKind state = PoolKind::kRequestState, act = PoolKind::kActivations;
   std::vector<BufferBytes> b = {
-      // inputs and per-request state (gpu_runner.cpp RequestBuffers, same order)
+      // inputs and per-request state (gpu_request.cpp RequestBuffers, same order)
       {state, "video rows in f32 [Nv, 96]", buffer(Nv * c.video_patch_dim(), 4)},
       {state, "audio rows in f32 [Na, 32]", buffer(Na * c.audio_in_channels, 4)},
       {state, "text features bf16 [L, 5120]", buffer(L * c.text_dim, 2)},

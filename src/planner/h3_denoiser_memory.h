@@ -28,7 +28,7 @@ struct BufferBytes {
 std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const ParallelLayout& layout);
 
 // The GPU runner's request arena for one computing GPU, buffer by buffer. For layout none this
-// MIRRORS RequestBuffers::specs and request_arena_bytes in src/models/h3/cuda/gpu_runner.cpp (keep
+// MIRRORS RequestBuffers::specs and request_arena_bytes in src/models/h3/cuda/gpu_request.cpp (keep
 // the two lists in step); tp N splits q/k/v/o and the FFN intermediates by N, sp N splits every
 // per-row buffer by N (the text rows stay whole) and adds the all-to-all receive buffers.
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& config, const RequestShape& shape,

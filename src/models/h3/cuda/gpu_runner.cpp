@@ -1,101 +1,66 @@
 #include "models/h3/cuda/gpu_runner.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernels/kernels.h"
 
 namespace orochi::h3::gpu {
 namespace {
 
-using cuda::kernels::bf16;
-using cuda::kernels::ModulationRows;
+// The rows of `t` at `pos` (host), as f32.
+Tensor host_rows(const Tensor& t, const std::vector<int64_t>& pos) {
+  if (static_cast<int64_t>(pos.size()) == t.dim(0)) return t;  // all of them, in order (pos is ascending)
+  return cpu::gather_rows(t.to(DType::kF32).contiguous(), Tensor::from_ints(pos, {static_cast<int64_t>(pos.size())}));
+}
 
-template <typename T>
-T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
+// An index list into a device buffer of its length; an empty list uploads nothing.
+Status upload_ints(const std::vector<int64_t>& values, const Tensor& device, cudaStream_t stream) {
+  if (values.empty()) return Status::ok();
+  return cuda::upload_into(Tensor::from_ints(values, {static_cast<int64_t>(values.size())}), device, stream);
+}
 
-Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(err, what); }
-
-// One request buffer: name for errors, shape, dtype.
-struct BufferSpec {
-  Tensor* target;
-  Shape shape;
-  DType dtype;
-};
+// Elements [range) of an i64 host vector, as a tensor.
+Tensor host_range(const Tensor& t, const dist::Range& r) { return t.contiguous().slice(0, r.begin, r.end).contiguous(); }
 
 }  // namespace
 
-// Everything a request needs on the GPU, allocated once from the request arena.
-struct RequestBuffers {
-  // inputs
-  Tensor video_in, audio_in, text_in;                     // f32 [Nv, 96], f32 [Na, 32], bf16 [L, text_dim]
-  Tensor video_idx, audio_idx, text_idx, ts_idx, adaln_idx;  // i64
-  Tensor rope_cos, rope_sin;                              // bf16 [S, R]
-  // per-request AdaLN tables and the staging slot their weights stream through
-  Tensor tables;        // bf16 [layers, n_t * 3, 6H]
-  Tensor final_table;   // bf16 [n_t, 2H]
-  Tensor adaln_w, adaln_b;  // bf16 [18H, T], [18H]
-  Tensor temb_in, temb_hidden, temb, temb_act;  // f32 [n_t, freq], f32 [n_t, hidden], f32, bf16 [n_t, T]
-  // activations
-  Tensor h, a, o2;      // bf16 [S, H]
-  Tensor q, k, v, o;    // bf16 [S, inner]
-  Tensor u, g;          // bf16 [S, 2F], [S, F]
-  Tensor text;          // bf16 [L, H]
-  Tensor rows_f32;      // f32 [max(Nv, Na), H]: patch embeddings in, head inputs out
-  Tensor video_out, audio_out;  // f32 [Nv, 96], [Na, 32]
-  int64_t n_t = 0;
-
-  std::vector<BufferSpec> specs(const H3Config& c, const RequestSize& s) {
-    const int64_t H = c.hidden_size, inner = c.inner_dim(), F = c.ffn_dim, T = c.time_embed_dim;
-    const int64_t S = s.rows, L = s.text_rows, nt = s.timesteps;
-    return {
-        {&video_in, {s.video_rows, c.video_patch_dim()}, DType::kF32},
-        {&audio_in, {s.audio_rows, c.audio_in_channels}, DType::kF32},
-        {&text_in, {L, c.text_dim}, DType::kBF16},
-        {&video_idx, {s.video_rows}, DType::kI64}, {&audio_idx, {s.audio_rows}, DType::kI64},
-        {&text_idx, {L}, DType::kI64}, {&ts_idx, {S}, DType::kI64}, {&adaln_idx, {S}, DType::kI64},
-        {&rope_cos, {S, c.rotary_dim()}, DType::kBF16}, {&rope_sin, {S, c.rotary_dim()}, DType::kBF16},
-        {&tables, {c.num_layers, nt * kModalities, 6 * H}, DType::kBF16},
-        {&final_table, {nt, 2 * H}, DType::kBF16},
-        {&adaln_w, {6 * kModalities * H, T}, DType::kBF16}, {&adaln_b, {6 * kModalities * H}, DType::kBF16},
-        {&temb_in, {nt, c.freq_dim}, DType::kF32}, {&temb_hidden, {nt, c.time_embed_hidden_dim}, DType::kF32},
-        {&temb, {nt, T}, DType::kF32}, {&temb_act, {nt, T}, DType::kBF16},
-        {&h, {S, H}, DType::kBF16}, {&a, {S, H}, DType::kBF16}, {&o2, {S, H}, DType::kBF16},
-        {&q, {S, inner}, DType::kBF16}, {&k, {S, inner}, DType::kBF16}, {&v, {S, inner}, DType::kBF16},
-        {&o, {S, inner}, DType::kBF16}, {&u, {S, 2 * F}, DType::kBF16}, {&g, {S, F}, DType::kBF16},
-        {&text, {L, H}, DType::kBF16},
-        {&rows_f32, {std::max(s.video_rows, s.audio_rows), H}, DType::kF32},
-        {&video_out, {s.video_rows, c.video_patch_dim()}, DType::kF32},
-        {&audio_out, {s.audio_rows, c.audio_in_channels}, DType::kF32},
-    };
-  }
-};
-
-size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace) {
-  RequestBuffers sizing;
-  size_t bytes = attention_workspace + cuda::DeviceArena::kAlignment;
-  for (const BufferSpec& b : sizing.specs(config, size))
-    bytes += (static_cast<size_t>(shape_numel(b.shape)) * dtype_size(b.dtype) + 255) / 256 * 256;
-  return bytes;
-}
-
-Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& config, int device, const RequestSize& max) {
+Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& config, int device, const RequestSize& max,
+                                                           const ParallelRank& rank) {
+  OROCHI_RETURN_IF_ERROR(check_parallel_layout(config, rank.tp_size, rank.sp_size));
   std::unique_ptr<H3GpuRunner> r(new H3GpuRunner());
   r->config_ = config;
   r->max_ = max;
+  r->rank_ = rank;
   r->device_ = device;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
+  if (rank.world_size() > 1) {
+    // The highest priority: the collectives' thread blocks are scheduled as soon as SMs free up,
+    // instead of queueing behind the next GEMM's or attention's blocks they should overlap.
+    int least = 0, greatest = 0;
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&r->comm_stream_, cudaStreamNonBlocking, greatest));
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->compute_ready_, cudaEventDisableTiming));
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->comm_done_, cudaEventDisableTiming));
+  }
   r->attention_ = std::make_unique<cuda::CudnnAttention>(r->stream_);
-  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws, r->attention_->workspace_bytes(max.rows, config.num_attention_heads,
-                                                                          config.attention_head_dim));
-  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, r->attention_->workspace_bytes(max.text_rows, config.num_attention_heads,
-                                                                               config.attention_head_dim));
+  // Attention runs over all S rows with this rank's heads / sp (with SP, one block of query rows
+  // at a time against every key row), and over the L text rows (refiner) with all its TP heads.
+  const RankDims d = rank_dims(config, max, rank);
+  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws, r->attention_->workspace_bytes(max.rows, d.attn_heads, d.head_dim));
+  if (rank.sp_size > 1) {
+    const cuda::AttentionShape part{.s_q = d.R, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim};
+    OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_part, r->attention_->workspace_bytes(part));
+    attn_ws = std::max(attn_ws, attn_ws_part);
+  }
+  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, r->attention_->workspace_bytes(max.text_rows, d.heads, d.head_dim));
   attn_ws = std::max(attn_ws, attn_ws_text);
-  OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config) + (1 << 20),
+  const TpShare share = tp_share(config, rank.tp_rank, rank.tp_size);
+  OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share) + (1 << 20),
                                                                       "H3 weights"));
-  OROCHI_ASSIGN_OR_RETURN(r->request_arena_, cuda::DeviceArena::create(device, request_arena_bytes(config, max, attn_ws),
+  OROCHI_ASSIGN_OR_RETURN(r->request_arena_, cuda::DeviceArena::create(device, request_arena_bytes(config, max, attn_ws, rank),
                                                                        "H3 request"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, r->request_arena_->allocate(attn_ws));
   OROCHI_RETURN_IF_ERROR(r->attention_->set_external_workspace(ws, attn_ws));
@@ -104,29 +69,53 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   return r;
 }
 
+Status H3GpuRunner::set_groups(dist::Comm* tp, dist::Comm* sp) {
+  auto matches = [](dist::Comm* c, int rank, int size) {
+    return c == nullptr ? size == 1 : c->size() == size && c->rank() == rank;
+  };
+  if (!matches(tp, rank_.tp_rank, rank_.tp_size) || !matches(sp, rank_.sp_rank, rank_.sp_size))
+    return Status(ErrorCode::kInternal, "the communicators do not match the runner's layout (tp " +
+                                            std::to_string(rank_.tp_rank) + "/" + std::to_string(rank_.tp_size) + ", sp " +
+                                            std::to_string(rank_.sp_rank) + "/" + std::to_string(rank_.sp_size) + ")");
+  tp_ = tp;
+  sp_ = sp;
+  return Status::ok();
+}
+
 H3GpuRunner::~H3GpuRunner() {
   buf_.reset();
   attention_.reset();
   gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
+  if (comm_stream_) cudaStreamDestroy(comm_stream_);
+  for (cudaEvent_t e : {compute_ready_, comm_done_})
+    if (e) cudaEventDestroy(e);
 }
 
 size_t H3GpuRunner::weight_bytes() const { return weight_arena_->used(); }
 size_t H3GpuRunner::request_bytes_peak() const { return request_arena_->peak(); }
 
 Status H3GpuRunner::init_random_weights(uint64_t seed) {
-  OROCHI_ASSIGN_OR_RETURN(weights_, random_gpu_weights(config_, *weight_arena_, seed, stream_));
+  OROCHI_ASSIGN_OR_RETURN(weights_, random_gpu_weights(config_, *weight_arena_, seed, stream_,
+                                                       tp_share(config_, rank_.tp_rank, rank_.tp_size)));
   adaln_ = random_adaln_source(config_, seed, stream_);
   return synchronize();
 }
 
 Status H3GpuRunner::upload_weights(const H3Weights& host) {
-  OROCHI_ASSIGN_OR_RETURN(weights_, upload_gpu_weights(host, *weight_arena_, stream_));
+  OROCHI_ASSIGN_OR_RETURN(weights_, upload_gpu_weights(host, *weight_arena_, stream_,
+                                                       tp_share(config_, rank_.tp_rank, rank_.tp_size)));
   adaln_ = host_adaln_source(host, stream_);
   return synchronize();
 }
 
-Status H3GpuRunner::synchronize() { return cuda::cuda_status(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+Status H3GpuRunner::synchronize() {
+  // The communicators first: they wait for their operations with the deadline (a stalled peer
+  // would otherwise block cudaStreamSynchronize forever); then whatever compute follows them.
+  for (dist::Comm* c : {tp_, sp_})
+    if (c) OROCHI_RETURN_IF_ERROR(c->synchronize());
+  return cuda::cuda_status(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
 
 Status H3GpuRunner::linear(const GpuLinear& l, const Tensor& x, const Tensor& y) {
   return gemm_->linear(x, l.weight, l.bias.defined() ? &l.bias : nullptr, y, stream_);
@@ -142,20 +131,36 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
                             std::to_string(max_.rows) + " rows, " + std::to_string(max_.timesteps) + ")");
   request_arena_->reset(request_mark_);
   buf_ = std::make_unique<RequestBuffers>();
-  buf_->n_t = size.timesteps;
-  for (const BufferSpec& b : buf_->specs(config_, size)) {
+  RequestBuffers& B = *buf_;
+  B.n_t = size.timesteps;
+  B.size = size;
+  for (const BufferSpec& b : B.specs(config_, size, rank_)) {
     OROCHI_ASSIGN_OR_RETURN(*b.target, request_arena_->tensor(b.shape, b.dtype));
   }
-  RequestBuffers& B = *buf_;
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.video, B.video_in, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.audio, B.audio_in, stream_));
+  // The buffers are sized for the largest share; view them at this rank's actual counts.
+  B.layout = rank_rows(in, rank_.sp_rank, rank_.sp_size);
+  const RankRows& my = B.layout;
+  const auto nv = static_cast<int64_t>(my.video_pos.size()), na = static_cast<int64_t>(my.audio_pos.size());
+  const auto lt = static_cast<int64_t>(my.text_pos.size()), R = my.rows.size();
+  B.video_in = B.video_in.slice(0, 0, nv);
+  B.video_dst = B.video_dst.slice(0, 0, nv);
+  B.video_out = B.video_out.slice(0, 0, nv);
+  B.audio_in = B.audio_in.slice(0, 0, na);
+  B.audio_dst = B.audio_dst.slice(0, 0, na);
+  B.audio_out = B.audio_out.slice(0, 0, na);
+  B.text_pos = B.text_pos.slice(0, 0, lt);
+  B.text_dst = B.text_dst.slice(0, 0, lt);
+  B.h = B.h.slice(0, 0, R);
+  B.ts_idx = B.ts_idx.slice(0, 0, R);
+  B.adaln_idx = B.adaln_idx.slice(0, 0, R);
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.text.to(DType::kF32), B.text_in, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.video_indices, B.video_idx, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.audio_indices, B.audio_idx, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.text_indices, B.text_idx, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.timestep_indices, B.ts_idx, stream_));
-  OROCHI_RETURN_IF_ERROR(upload_adaln_rows(in));
-  // RoPE angles in f32 on the host, then bf16, as the reference casts cos/sin to the activations' dtype.
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.video_dst, B.video_dst, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.audio_dst, B.audio_dst, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.text_pos, B.text_pos, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.text_dst, B.text_dst, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_rows(in));
+  // RoPE angles in f32 on the host, then bf16, as the reference casts cos/sin to the activations'
+  // dtype; every row's, since attention sees them all.
   const cpu::RopeTable rope = cpu::rope_table(
       in.positions.contiguous(),
       cpu::rope_inv_freq(static_cast<int>(config_.rope_freq_dim), static_cast<float>(config_.rope_theta)));
@@ -168,22 +173,23 @@ Status H3GpuRunner::update_rows(const H3Inputs& in) {
   if (!buf_) return Status(ErrorCode::kInternal, "update_rows() before set_request()");
   RequestBuffers& B = *buf_;
   OROCHI_RETURN_IF_ERROR(validate_inputs(config_, in, B.n_t));
-  if (in.rows() != B.h.dim(0) || in.video.dim(0) != B.video_in.dim(0) || in.audio.dim(0) != B.audio_in.dim(0))
-    return invalid_argument("update_rows: the rows must keep the request's sizes (" + std::to_string(B.h.dim(0)) +
+  if (in.rows() != B.size.rows || in.video.dim(0) != B.size.video_rows || in.audio.dim(0) != B.size.audio_rows)
+    return invalid_argument("update_rows: the rows must keep the request's sizes (" + std::to_string(B.size.rows) +
                             " packed rows); call set_request for a new request");
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.video, B.video_in, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.audio, B.audio_in, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.timestep_indices, B.ts_idx, stream_));
-  return upload_adaln_rows(in);
+  return upload_rows(in);
 }
 
-Status H3GpuRunner::upload_adaln_rows(const H3Inputs& in) {
-  // AdaLN row of each packed row: timestep index * 3 + modality tag.
-  const int64_t rows = in.rows();
-  const Tensor ti = in.timestep_indices.contiguous(), tg = in.token_tags.contiguous();
-  std::vector<int64_t> adaln(static_cast<size_t>(rows));
-  for (int64_t s = 0; s < rows; ++s) adaln[s] = ti.data<int64_t>()[s] * kModalities + tg.data<int64_t>()[s];
-  return cuda::upload_into(Tensor::from_ints(adaln, {rows}), buf_->adaln_idx, stream_);
+// This rank's video/audio rows, timestep indices and AdaLN rows (timestep index * 3 + modality).
+Status H3GpuRunner::upload_rows(const H3Inputs& in) {
+  RequestBuffers& B = *buf_;
+  const RankRows& my = B.layout;
+  if (!my.video_pos.empty()) OROCHI_RETURN_IF_ERROR(cuda::upload_into(host_rows(in.video, my.video_pos), B.video_in, stream_));
+  if (!my.audio_pos.empty()) OROCHI_RETURN_IF_ERROR(cuda::upload_into(host_rows(in.audio, my.audio_pos), B.audio_in, stream_));
+  const Tensor ti = host_range(in.timestep_indices, my.rows), tg = host_range(in.token_tags, my.rows);
+  std::vector<int64_t> adaln(static_cast<size_t>(my.rows.size()));
+  for (size_t s = 0; s < adaln.size(); ++s) adaln[s] = ti.data<int64_t>()[s] * kModalities + tg.data<int64_t>()[s];
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(ti, B.ts_idx, stream_));
+  return upload_ints(adaln, B.adaln_idx, stream_);
 }
 
 Status H3GpuRunner::build_tables(const Tensor& timesteps) {
@@ -215,137 +221,40 @@ Status H3GpuRunner::build_tables(const Tensor& timesteps) {
   return synchronize();
 }
 
-Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool rope, const Tensor& out) {
-  RequestBuffers& B = *buf_;
-  const int64_t heads = config_.num_attention_heads, hd = config_.attention_head_dim;
-  const float eps = static_cast<float>(config_.qk_norm_eps);
-  const Tensor q = B.q.slice(0, 0, rows), k = B.k.slice(0, 0, rows), v = B.v.slice(0, 0, rows), o = B.o.slice(0, 0, rows);
-  timer_.begin("gemm qkv");
-  OROCHI_RETURN_IF_ERROR(linear(b.to_q, x, q));  // [rows, heads * hd]
-  OROCHI_RETURN_IF_ERROR(linear(b.to_k, x, k));
-  OROCHI_RETURN_IF_ERROR(linear(b.to_v, x, v));
-  timer_.end();
-  timer_.begin("qk norm + rope");
-  const bf16* cos = rope ? ptr<const bf16>(B.rope_cos) : nullptr;
-  const bf16* sin = rope ? ptr<const bf16>(B.rope_sin) : nullptr;
-  const int64_t R = rope ? config_.rotary_dim() : 0;
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(q), ptr<const bf16>(b.norm_q), rows, heads,
-                                                                     hd, eps, cos, sin, R, stream_), "qk_norm_rope q"));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(k), ptr<const bf16>(b.norm_k), rows, heads,
-                                                                     hd, eps, cos, sin, R, stream_), "qk_norm_rope k"));
-  timer_.end();
-  timer_.begin("attention");
-  OROCHI_RETURN_IF_ERROR(attention_->run(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(), rows, heads, hd, stream_));
-  timer_.end();
-  timer_.begin("gemm out");
-  OROCHI_RETURN_IF_ERROR(linear(b.to_out, o, out));  // [rows, H]
-  timer_.end();
-  return Status::ok();
-}
-
-Status H3GpuRunner::refiner_block(const GpuBlock& b, const Tensor& t) {
-  RequestBuffers& B = *buf_;
-  const int64_t L = t.dim(0), H = config_.hidden_size, F = config_.ffn_dim;
-  const float eps = static_cast<float>(config_.norm_eps);
-  const Tensor a = B.a.slice(0, 0, L), o2 = B.o2.slice(0, 0, L), u = B.u.slice(0, 0, L), g = B.g.slice(0, 0, L);
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(t), ptr<const bf16>(b.norm1), ptr<bf16>(a),
-                                                                 L, H, eps, nullptr, stream_), "refiner norm1"));
-  OROCHI_RETURN_IF_ERROR(attention_block(b, a, L, false, o2));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_add(ptr<bf16>(t), ptr<const bf16>(o2), L * H, stream_), "add"));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(t), ptr<const bf16>(b.norm2), ptr<bf16>(a),
-                                                                 L, H, eps, nullptr, stream_), "refiner norm2"));
-  OROCHI_RETURN_IF_ERROR(linear(b.ff_in, a, u));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_swiglu(ptr<const bf16>(u), ptr<bf16>(g), L, F, stream_), "swiglu"));
-  OROCHI_RETURN_IF_ERROR(linear(b.ff_out, g, o2));
-  return launched(cuda::kernels::launch_add(ptr<bf16>(t), ptr<const bf16>(o2), L * H, stream_), "add");
-}
-
-Status H3GpuRunner::transformer_block(size_t index) {
-  RequestBuffers& B = *buf_;
-  const GpuBlock& b = weights_.blocks[index];
-  const int64_t S = B.h.dim(0), H = config_.hidden_size, F = config_.ffn_dim, W = 6 * H;
-  const float eps = static_cast<float>(config_.norm_eps);
-  const bf16* table = ptr<const bf16>(B.tables) + static_cast<int64_t>(index) * B.n_t * kModalities * W;
-  const int64_t* idx = ptr<const int64_t>(B.adaln_idx);
-  // Column blocks of the [n_t * 3, 6H] table: shift/scale/gate msa, shift/scale/gate mlp.
-  const ModulationRows msa{table, W, table + H, W, idx}, mlp{table + 3 * H, W, table + 4 * H, W, idx};
-  timer_.begin("norm + modulate");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
-                                                                 ptr<bf16>(B.a), S, H, eps, &msa, stream_), "norm1"));
-  timer_.end();
-  OROCHI_RETURN_IF_ERROR(attention_block(b, B.a, S, true, B.o2));
-  timer_.begin("gated residual");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 2 * H, W, idx,
-                                                                       ptr<const bf16>(B.o2), S, H, stream_), "gate msa"));
-  timer_.end();
-  timer_.begin("norm + modulate");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm2),
-                                                                 ptr<bf16>(B.a), S, H, eps, &mlp, stream_), "norm2"));
-  timer_.end();
-  timer_.begin("gemm ffn in");
-  OROCHI_RETURN_IF_ERROR(linear(b.ff_in, B.a, B.u));  // [S, 2F]
-  timer_.end();
-  timer_.begin("swiglu");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_swiglu(ptr<const bf16>(B.u), ptr<bf16>(B.g), S, F, stream_), "swiglu"));
-  timer_.end();
-  timer_.begin("gemm ffn out");
-  OROCHI_RETURN_IF_ERROR(linear(b.ff_out, B.g, B.o2));
-  timer_.end();
-  timer_.begin("gated residual");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 5 * H, W, idx,
-                                                                       ptr<const bf16>(B.o2), S, H, stream_), "gate mlp"));
-  timer_.end();
-  return Status::ok();
-}
-
-Status H3GpuRunner::forward() {
-  OROCHI_CHECK(buf_ != nullptr, "forward() before set_request()");
-  RequestBuffers& B = *buf_;
-  const int64_t S = B.h.dim(0), L = B.text.dim(0), H = config_.hidden_size;
-  const int64_t Nv = B.video_in.dim(0), Na = B.audio_in.dim(0);
-  const size_t row_bytes = static_cast<size_t>(H) * 2;
-  // 1. Text: context embedder, token refiner, final norm; scattered into the packed stream.
-  OROCHI_RETURN_IF_ERROR(linear(weights_.context_embedder, B.text_in, B.text));
-  for (const GpuBlock& b : weights_.refiner) OROCHI_RETURN_IF_ERROR(refiner_block(b, B.text));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.text), ptr<const bf16>(weights_.refiner_final_norm),
-                                                                 ptr<bf16>(B.a), L, H, static_cast<float>(config_.final_norm_eps),
-                                                                 nullptr, stream_), "refiner final norm"));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_copy_rows(B.h.raw_data(), row_bytes, ptr<const int64_t>(B.text_idx),
-                                                                  B.a.raw_data(), row_bytes, nullptr, L, row_bytes, stream_), "scatter text"));
-  // 2. Video and audio rows: f32 patch projections, rounded to bf16 into the stream.
-  auto embed = [&](const GpuLinear& proj, const Tensor& rows_in, const Tensor& idx, int64_t n, const char* what) -> Status {
-    const Tensor emb = B.rows_f32.slice(0, 0, n);
-    OROCHI_RETURN_IF_ERROR(linear(proj, rows_in, emb));  // f32 [n, H]
-    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_cast_f32_to_bf16(ptr<const float>(emb), ptr<bf16>(B.a), n * H, stream_), what));
-    return launched(cuda::kernels::launch_copy_rows(B.h.raw_data(), row_bytes, ptr<const int64_t>(idx), B.a.raw_data(),
-                                                    row_bytes, nullptr, n, row_bytes, stream_), what);
-  };
-  OROCHI_RETURN_IF_ERROR(embed(weights_.proj_in, B.video_in, B.video_idx, Nv, "embed video"));
-  OROCHI_RETURN_IF_ERROR(embed(weights_.audio_proj_in, B.audio_in, B.audio_idx, Na, "embed audio"));
-  // 3. The blocks.
-  for (size_t i = 0; i < weights_.blocks.size(); ++i) OROCHI_RETURN_IF_ERROR(transformer_block(i));
-  // 4. Output norm modulated per timestep, then each head on its own rows in f32.
-  const bf16* ft = ptr<const bf16>(B.final_table);
-  const ModulationRows out_mod{ft, 2 * H, ft + H, 2 * H, ptr<const int64_t>(B.ts_idx)};
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(weights_.norm_out),
-                                                                 ptr<bf16>(B.a), S, H, static_cast<float>(config_.final_norm_eps),
-                                                                 &out_mod, stream_), "norm_out"));
-  auto head = [&](const GpuLinear& proj, const Tensor& idx, int64_t n, const Tensor& out, const char* what) -> Status {
-    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_copy_rows(B.o2.raw_data(), row_bytes, nullptr, B.a.raw_data(),
-                                                                    row_bytes, ptr<const int64_t>(idx), n, row_bytes, stream_), what));
-    const Tensor rows = B.rows_f32.slice(0, 0, n);
-    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_cast_bf16_to_f32(ptr<const bf16>(B.o2), ptr<float>(rows), n * H, stream_), what));
-    return linear(proj, rows, out);
-  };
-  OROCHI_RETURN_IF_ERROR(head(weights_.proj_out, B.video_idx, Nv, B.video_out, "video head"));
-  return head(weights_.audio_proj_out, B.audio_idx, Na, B.audio_out, "audio head");
+Expected<RankOutputs> H3GpuRunner::rank_outputs() {
+  OROCHI_CHECK(buf_ != nullptr, "outputs() before set_request()");
+  RankOutputs out;
+  OROCHI_ASSIGN_OR_RETURN(out.rows.video, cuda::download(buf_->video_out, stream_));
+  OROCHI_ASSIGN_OR_RETURN(out.rows.audio, cuda::download(buf_->audio_out, stream_));
+  out.video_pos = buf_->layout.video_pos;
+  out.audio_pos = buf_->layout.audio_pos;
+  return out;
 }
 
 Expected<H3Outputs> H3GpuRunner::outputs() {
-  OROCHI_CHECK(buf_ != nullptr, "outputs() before set_request()");
+  OROCHI_ASSIGN_OR_RETURN(RankOutputs mine, rank_outputs());
+  if (rank_.sp_size == 1) return std::move(mine.rows);  // every row, in order
+  return merge_rank_outputs({mine}, config_, buf_->size);
+}
+
+Expected<H3Outputs> merge_rank_outputs(const std::vector<RankOutputs>& ranks, const H3Config& c, const RequestSize& size) {
   H3Outputs out;
-  OROCHI_ASSIGN_OR_RETURN(out.video, cuda::download(buf_->video_out, stream_));
-  OROCHI_ASSIGN_OR_RETURN(out.audio, cuda::download(buf_->audio_out, stream_));
+  out.video = Tensor::zeros({size.video_rows, c.video_patch_dim()}, DType::kF32);
+  out.audio = Tensor::zeros({size.audio_rows, c.audio_in_channels}, DType::kF32);
+  std::vector<char> seen_video(size.video_rows, 0), seen_audio(size.audio_rows, 0);
+  auto place = [](const Tensor& rows, const std::vector<int64_t>& pos, Tensor& dst, std::vector<char>& seen) {
+    const int64_t w = dst.dim(1);
+    for (size_t i = 0; i < pos.size(); ++i) {
+      std::copy_n(rows.data<float>() + i * w, w, dst.data<float>() + pos[i] * w);
+      seen[pos[i]] = 1;
+    }
+  };
+  for (const RankOutputs& r : ranks) {
+    place(r.rows.video, r.video_pos, out.video, seen_video);
+    place(r.rows.audio, r.audio_pos, out.audio, seen_audio);
+  }
+  for (char s : seen_video) if (!s) return Status(ErrorCode::kInternal, "no rank computed some video rows");
+  for (char s : seen_audio) if (!s) return Status(ErrorCode::kInternal, "no rank computed some audio rows");
   return out;
 }
 

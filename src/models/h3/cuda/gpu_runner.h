@@ -9,6 +9,11 @@
 //   runner->forward()                        // enqueued on runner->stream()
 //   runner->update_rows(inputs)              // the next denoising step of the same request
 //   runner->outputs()
+//
+// Many GPUs: one runner per GPU, created with its ParallelRank (TP x SP) and given its groups'
+// Comm members (dist/comm.h, enqueueing on runner->stream()) before the weights. Each holds its TP
+// share of the weights and computes its SP share of the rows; outputs() then holds only its rows
+// (rank_outputs() says where they go), and merge_rank_outputs() assembles the request's outputs.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,27 +23,31 @@
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
+#include "dist/comm.h"
+#include "models/h3/cuda/gpu_request.h"
 #include "models/h3/cuda/gpu_weights.h"
 #include "models/h3/cuda/stage_timer.h"
 #include "models/h3/transformer.h"
 
 namespace orochi::h3::gpu {
 
-struct RequestSize {
-  int64_t rows = 0;       // S, the packed sequence
-  int64_t text_rows = 0;  // L
-  int64_t video_rows = 0, audio_rows = 0;
-  int64_t timesteps = 0;  // distinct t values tabled for the request
+// What one rank of a layout computed: its rows of each head's output and where they go in the
+// whole request's outputs (positions into video / audio rows).
+struct RankOutputs {
+  H3Outputs rows;
+  std::vector<int64_t> video_pos, audio_pos;
 };
 
-// Bytes of the request arena for a request of this size (tables, inputs, activations, workspaces).
-size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace);
-
-struct RequestBuffers;  // gpu_runner.cpp
+// The request's outputs from every SP rank's rows (only the SP ranks of one TP index are needed).
+Expected<H3Outputs> merge_rank_outputs(const std::vector<RankOutputs>& ranks, const H3Config& config,
+                                       const RequestSize& size);
 
 class H3GpuRunner {
  public:
-  static Expected<std::unique_ptr<H3GpuRunner>> create(const H3Config& config, int device, const RequestSize& max);
+  static Expected<std::unique_ptr<H3GpuRunner>> create(const H3Config& config, int device, const RequestSize& max,
+                                                       const ParallelRank& rank = {});
+  // This rank's members of its TP and SP groups (null for a size-1 group); before the weights.
+  Status set_groups(dist::Comm* tp, dist::Comm* sp);
   ~H3GpuRunner();
 
   Status init_random_weights(uint64_t seed);
@@ -52,27 +61,50 @@ class H3GpuRunner {
   Status update_rows(const H3Inputs& inputs);
   Status forward();
   Status synchronize();
-  Expected<H3Outputs> outputs();  // host f32 copies
+  Expected<H3Outputs> outputs();  // host f32 copies (one GPU: the whole request)
+  Expected<RankOutputs> rank_outputs();  // this rank's rows and where they go
 
   cudaStream_t stream() const { return stream_; }
+  // Where this rank's collectives run (its groups are created on it), beside the compute stream so
+  // that they overlap the GEMMs and attention that do not need them. Null on one GPU.
+  cudaStream_t comm_stream() const { return comm_stream_; }
+  const H3Config& config() const { return config_; }
+  const ParallelRank& rank() const { return rank_; }
   // Per-stage timing of the following forwards (costs an event pair per stage).
   StageTimer& timer() { return timer_; }
+  StageTimer& comm_timer() { return comm_timer_; }  // the collectives, on comm_stream()
   size_t weight_bytes() const;
   size_t request_bytes_peak() const;
 
  private:
   H3GpuRunner() = default;
   Status build_tables(const Tensor& timesteps);
-  Status upload_adaln_rows(const H3Inputs& inputs);
+  Status upload_rows(const H3Inputs& inputs);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
-  Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool rope, const Tensor& out);
+  Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out);
+  Status feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out);
+  // Ulysses SP: q/k/v of this rank's rows to all rows of its heads, and attention back.
+  Status ulysses_qkv(const GpuBlock& b, const Tensor& x);
+  Status ulysses_attention();
+  Status exchange_round(int step, const Tensor& send, const Tensor& recv, bool to_heads);
+  // A linear whose output is a partial sum over TP: in row chunks, each chunk's all_reduce on the
+  // comm stream under the next chunk's GEMM. `stage` names the GEMM for the profile and errors.
+  Status linear_reduced(const GpuLinear& l, const Tensor& x, const Tensor& y, const char* stage);
+  // Orders the comm stream after the compute stream's work so far, and back.
+  Status comm_after_compute();
+  Status compute_after_comm();
+  Status compute_waits(cudaEvent_t comm_event);
   Status refiner_block(const GpuBlock& b, const Tensor& t);
   Status transformer_block(size_t index);
 
   H3Config config_;
   RequestSize max_;
+  ParallelRank rank_;
+  dist::Comm* tp_ = nullptr;
+  dist::Comm* sp_ = nullptr;
   int device_ = 0;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr, comm_stream_ = nullptr;
+  cudaEvent_t compute_ready_ = nullptr, comm_done_ = nullptr;
   std::shared_ptr<cuda::DeviceArena> weight_arena_, request_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
   std::unique_ptr<cuda::CudnnAttention> attention_;
@@ -80,7 +112,7 @@ class H3GpuRunner {
   AdalnSource adaln_;
   std::unique_ptr<RequestBuffers> buf_;
   size_t request_mark_ = 0;
-  StageTimer timer_;
+  StageTimer timer_, comm_timer_;
 };
 
 }  // namespace orochi::h3::gpu

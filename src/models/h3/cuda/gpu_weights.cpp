@@ -1,8 +1,10 @@
 #include "models/h3/cuda/gpu_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "backends/cuda/cuda_check.h"
 #include "backends/cuda/random_fill.h"
 #include "models/h3/parameters.h"
 
@@ -21,13 +23,15 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-// Builds GpuWeights by asking `make` for each resident parameter (diffusers name, shape, dtype).
-Expected<GpuWeights> assemble(const H3Config& c,
-                              const std::function<Expected<Tensor>(const ParamSpec&, DType)>& make) {
+// Builds GpuWeights by asking `make` for each resident parameter (diffusers name, whole shape,
+// dtype, the TP rank's slice of it).
+using MakeParameter = std::function<Expected<Tensor>(const ParamSpec&, DType, const TpSlice&)>;
+Expected<GpuWeights> assemble(const H3Config& c, const TpShare& share, const MakeParameter& make) {
   std::map<std::string, Tensor> t;
   for (const ParamSpec& spec : h3_parameters(c)) {
     if (is_adaln(spec.name)) continue;
-    OROCHI_ASSIGN_OR_RETURN(Tensor d, make(spec, is_f32_island(spec.name) ? DType::kF32 : DType::kBF16));
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, make(spec, is_f32_island(spec.name) ? DType::kF32 : DType::kBF16,
+                                           tp_slice_of(spec.name, c, share)));
     t.emplace(spec.name, std::move(d));
   }
   auto lin = [&](const std::string& p, bool bias) {
@@ -80,29 +84,82 @@ float fan_in_scale(const ParamSpec& spec) {
   return spec.shape.size() == 2 ? 1.0f / std::sqrt(static_cast<float>(spec.shape[1]) / 16.0f) : 1.0f;
 }
 
+// Copies a TP rank's slice of a whole device tensor [out, in] into `local` (device to device).
+Status copy_tp_slice(const Tensor& whole, const Tensor& local, const TpSlice& s, cudaStream_t stream) {
+  const size_t elt = dtype_size(whole.dtype());
+  const char* src = static_cast<const char*>(whole.raw_data());
+  char* dst = static_cast<char*>(local.raw_data());
+  const size_t in = whole.ndim() == 2 ? static_cast<size_t>(whole.dim(1)) : 1, rows = s.range.size();
+  cudaError_t err = cudaSuccess;
+  switch (s.kind) {
+    case TpSlice::Kind::kReplicated:
+      err = cudaMemcpyAsync(dst, src, whole.nbytes(), cudaMemcpyDeviceToDevice, stream);
+      break;
+    case TpSlice::Kind::kOutRows:
+      err = cudaMemcpyAsync(dst, src + s.range.begin * in * elt, rows * in * elt, cudaMemcpyDeviceToDevice, stream);
+      break;
+    case TpSlice::Kind::kOutRowsBothHalves:
+      err = cudaMemcpyAsync(dst, src + s.range.begin * in * elt, rows * in * elt, cudaMemcpyDeviceToDevice, stream);
+      if (err == cudaSuccess)
+        err = cudaMemcpyAsync(dst + rows * in * elt, src + (s.half + s.range.begin) * in * elt, rows * in * elt,
+                              cudaMemcpyDeviceToDevice, stream);
+      break;
+    case TpSlice::Kind::kInColumns:
+      err = cudaMemcpy2DAsync(dst, rows * elt, src + s.range.begin * elt, in * elt, rows * elt,
+                              static_cast<size_t>(whole.dim(0)), cudaMemcpyDeviceToDevice, stream);
+      break;
+  }
+  return cuda::cuda_status(err, "copying a tensor-parallel weight slice");
+}
+
 }  // namespace
 
-size_t resident_weight_bytes(const H3Config& c) {
+size_t resident_weight_bytes(const H3Config& c, const TpShare& share) {
   size_t bytes = 0;
   for (const ParamSpec& spec : h3_parameters(c)) {
     if (is_adaln(spec.name)) continue;
-    const size_t n = static_cast<size_t>(shape_numel(spec.shape));
+    const size_t n = static_cast<size_t>(shape_numel(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share))));
     bytes += (n * (is_f32_island(spec.name) ? 4 : 2) + 255) / 256 * 256;
   }
   return bytes;
 }
 
-Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& arena, uint64_t seed, cudaStream_t stream) {
+Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& arena, uint64_t seed, cudaStream_t stream,
+                                        const TpShare& share) {
   std::map<std::string, uint64_t> stream_of;
   uint64_t index = 0;
-  for (const ParamSpec& spec : h3_parameters(c)) stream_of[spec.name] = index++;
-  return assemble(c, [&](const ParamSpec& spec, DType dtype) -> Expected<Tensor> {
-    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(spec.shape, dtype));
+  size_t largest_split = 0;
+  for (const ParamSpec& spec : h3_parameters(c)) {
+    stream_of[spec.name] = index++;
+    if (tp_slice_of(spec.name, c, share).kind != TpSlice::Kind::kReplicated)
+      largest_split = std::max(largest_split, static_cast<size_t>(shape_numel(spec.shape)) * 2);
+  }
+  // A split tensor is drawn whole into scratch (freed after loading), then its slice is kept.
+  std::shared_ptr<cuda::DeviceArena> scratch;
+  if (largest_split > 0) {
+    const int device = arena.device().index;
+    OROCHI_ASSIGN_OR_RETURN(scratch, cuda::DeviceArena::create(device, largest_split + cuda::DeviceArena::kAlignment,
+                                                               "H3 weight slicing scratch"));
+  }
+  OROCHI_ASSIGN_OR_RETURN(GpuWeights w, assemble(c, share, [&](const ParamSpec& spec, DType dtype, const TpSlice& slice) -> Expected<Tensor> {
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(tp_local_shape(spec.shape, slice), dtype));
     const RandomInit init = random_init(spec.name);
     const float scale = init.mean == 0.0f && !ends_with(spec.name, ".bias") ? fan_in_scale(spec) : 1.0f;
-    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(d, seed, stream_of.at(spec.name), init.mean, init.stddev * scale, stream));
+    const uint64_t id = stream_of.at(spec.name);
+    if (slice.kind == TpSlice::Kind::kReplicated) {
+      OROCHI_RETURN_IF_ERROR(cuda::fill_normal(d, seed, id, init.mean, init.stddev * scale, stream));
+      return d;
+    }
+    const size_t mark = scratch->mark();
+    OROCHI_ASSIGN_OR_RETURN(Tensor whole, scratch->tensor(spec.shape, dtype));
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(whole, seed, id, init.mean, init.stddev * scale, stream));
+    OROCHI_RETURN_IF_ERROR(copy_tp_slice(whole, d, slice, stream));
+    // The scratch is reused by the next tensor: let this copy finish first.
+    OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamSynchronize(stream), "slicing a weight"));
+    scratch->reset(mark);
     return d;
-  });
+  }));
+  return w;
 }
 
 AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t stream) {
@@ -117,7 +174,8 @@ AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t s
   };
 }
 
-Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream) {
+Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream,
+                                        const TpShare& share) {
   // Index the host tensors by name once, through the same assembler the loader uses.
   std::map<std::string, Tensor> by_name;
   auto record = [&](const std::string& p, const LinearWeights& l) {
@@ -149,8 +207,8 @@ Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena
   by_name["norm_out.norm.weight"] = host.norm_out;
   record("proj_out", host.proj_out);
   record("audio_proj_out", host.audio_proj_out);
-  return assemble(host.config, [&](const ParamSpec& spec, DType dtype) -> Expected<Tensor> {
-    return cuda::upload(by_name.at(spec.name), arena, dtype, stream);
+  return assemble(host.config, share, [&](const ParamSpec& spec, DType dtype, const TpSlice& slice) -> Expected<Tensor> {
+    return cuda::upload(tp_slice_host(by_name.at(spec.name), slice), arena, dtype, stream);
   });
 }
 

@@ -11,6 +11,7 @@
 
 #include "backends/cuda/device_memory.h"
 #include "models/h3/config.h"
+#include "models/h3/tensor_parallel.h"
 #include "models/h3/weights.h"
 
 namespace orochi::h3::gpu {
@@ -37,8 +38,12 @@ struct GpuWeights {
   GpuLinear proj_out, audio_proj_out;      // f32
 };
 
-// Bytes the resident weights take on the GPU (no AdaLN), for sizing the weight arena.
-size_t resident_weight_bytes(const H3Config& config);
+// A tensor-parallel rank holds only its share of each block's linears (tensor_parallel.h); the
+// whole model is tp_share(config, 0, 1).
+inline TpShare whole_model(const H3Config& config) { return tp_share(config, 0, 1); }
+
+// Bytes the resident weights (of one TP share) take on the GPU (no AdaLN), for the weight arena.
+size_t resident_weight_bytes(const H3Config& config, const TpShare& share);
 
 // Writes one AdaLN projection (block index, or -1 for norm_out.linear) as bf16 into `weight`
 // [out, time_embed_dim] and `bias` [out]: from a checkpoint, or generated.
@@ -47,12 +52,14 @@ using AdalnSource = std::function<Status(int64_t block, const Tensor& weight, co
 // Random weights of the real shapes, generated on the GPU with the counter-based RNG (no host
 // copy, no checkpoint): the `orochi bench dit` model. Norms 1 + N(0, 0.1), biases N(0, 0.05),
 // matrices N(0, 0.8 / sqrt(fan_in)) so activations stay finite through 50 blocks.
+// A TP share draws the whole tensor and keeps its slice, so every layout holds the same model.
 Expected<GpuWeights> random_gpu_weights(const H3Config& config, cuda::DeviceArena& arena, uint64_t seed,
-                                        cudaStream_t stream);
+                                        cudaStream_t stream, const TpShare& share);
 AdalnSource random_adaln_source(const H3Config& config, uint64_t seed, cudaStream_t stream);
 
 // Uploads host weights (f32) into the arena, rounding bf16 parts to nearest even.
-Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream);
+Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream,
+                                        const TpShare& share);
 AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream);
 
 }  // namespace orochi::h3::gpu

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On a 2-GPU device machine, in one call: the multi-GPU tests, `orochi bench dit` on 1 GPU and on
+# 2 GPUs (each --parallel layout asked for) and diffusers' Ulysses over 2 GPUs
+# (../shared/bench/peer_h3.py under torchrun, copied to .peer/), then one table with the speed-ups.
+# Usage (device run on nvidia-h200-x2, carry .pack .whl .peer after unpacking gpu-dist):
+#   LAYOUTS="sp tp" bash scripts/device/run_h3_multi_gpu.sh 480p 768p
+# Env: SKIP_TESTS=1, SKIP_PEER=1, SKIP_ONE=1 (no 1-GPU bench), ITERS, WARMUP.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+OUT="${OUT:-/tmp/out}"
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export OROCHI_TEST_DATA_DIR="$root/tests/data" OROCHI_BINARY="$root/gpu-dist/orochi"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi topo -m > "$OUT/topo.txt" 2>&1; head -4 "$OUT/topo.txt"
+resolutions=("${@:-480p}")
+
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  echo "== multi-GPU tests"
+  for t in gpu-dist/test_dist_nccl gpu-dist/test_dist_peer_copy gpu-dist/test_h3_gpu_parallel; do
+    [ -x "$t" ] || continue
+    timeout 300 "$t" --gtest_brief=1 > "$OUT/$(basename "$t").log" 2>&1
+    echo "$(basename "$t"): exit $? $(grep -cE '^\[  FAILED' "$OUT/$(basename "$t").log") failed"
+    grep -hE "vs 1 GPU|vs diffusers|ended after|returned after|FAILED|Failure|rel_l2|audio" "$OUT/$(basename "$t").log" | head -40
+  done
+fi
+
+echo "== orochi bench dit"
+for res in "${resolutions[@]}"; do
+  if [ "${SKIP_ONE:-0}" != 1 ]; then
+    gpu-dist/orochi bench dit --res "$res" --warmup "${WARMUP:-2}" --iters "${ITERS:-5}" --json \
+      2> "$OUT/bench_${res}_1gpu.err" | tee -a "$OUT/orochi_multi.jsonl"
+    tail -2 "$OUT/bench_${res}_1gpu.err"
+  fi
+  for layout in ${LAYOUTS:-auto}; do
+    timeout 300 gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel "$layout" --warmup "${WARMUP:-2}" \
+      --iters "${ITERS:-5}" --json ${PROFILE:+--profile} 2> "$OUT/bench_${res}_2gpu_$layout.err" | tee -a "$OUT/orochi_multi.jsonl"
+    grep -E "layout|median|error|profile" "$OUT/bench_${res}_2gpu_$layout.err" | tail -30
+  done
+done
+
+if [ "${SKIP_PEER:-0}" != 1 ]; then
+  echo "== diffusers Ulysses peer, 2 GPUs"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+  for res in "${resolutions[@]}"; do
+    OUT="$OUT" PYTHONUNBUFFERED=1 timeout 400 torchrun --nproc-per-node=2 .peer/peer_h3.py --res "$res" --iters "${ITERS:-5}" \
+      > "$OUT/peer2_$res.log" 2>&1 || tail -20 "$OUT/peer2_$res.log"
+  done
+fi
+python3 scripts/device/h3_multi_table.py "$OUT/orochi_multi.jsonl" "$OUT/peer_h3.jsonl"

@@ -1,0 +1,23 @@
+// `--gpus N --parallel tp|sp|tpxsp|auto`: how N GPUs share one request of the H3 denoiser.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "models/h3/config.h"
+
+namespace orochi::apps {
+
+struct ParallelDegrees {
+  int tp = 1, sp = 1;
+  std::string why;  // for the log: what auto chose and why
+};
+
+// auto: Ulysses SP over every GPU when the whole model and SP's request buffers fit on each GPU
+// (per block it moves 4 all_to_alls of S x inner / N per GPU against TP's 2 all_reduces of S x H,
+// and keeps every GEMM at full width); otherwise the smallest TP that fits, SP over the rest.
+// Memory per GPU is estimated as weights / tp + request / (tp * sp) from the one-GPU figures.
+Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3Config& config, int gpus,
+                                          double vram_gib, double weights_gib, double request_gib);
+
+}  // namespace orochi::apps

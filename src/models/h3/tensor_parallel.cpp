@@ -1,0 +1,81 @@
+#include "models/h3/tensor_parallel.h"
+
+#include <cstring>
+
+namespace orochi::h3 {
+namespace {
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string divisors_of(int64_t n) {
+  std::string out;
+  for (int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return out;
+}
+
+}  // namespace
+
+Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size) {
+  const int64_t heads = c.num_attention_heads;
+  if (tp_size < 1 || sp_size < 1) return invalid_argument("tensor- and sequence-parallel sizes must be >= 1");
+  if (heads % tp_size != 0)
+    return invalid_argument("tensor parallel over " + std::to_string(tp_size) + " ranks needs the " +
+                            std::to_string(heads) + " attention heads to split evenly; use one of: " +
+                            divisors_of(heads));
+  if ((heads / tp_size) % sp_size != 0)
+    return invalid_argument("sequence parallel over " + std::to_string(sp_size) + " ranks needs the " +
+                            std::to_string(heads / tp_size) + " heads of each tensor-parallel rank to split evenly; use one of: " +
+                            divisors_of(heads / tp_size));
+  if (c.ffn_dim < tp_size) return invalid_argument("the FFN is narrower than the tensor-parallel size");
+  return Status::ok();
+}
+
+TpShare tp_share(const H3Config& c, int tp_rank, int tp_size) {
+  return {dist::even_share(c.num_attention_heads, tp_size, tp_rank), dist::even_share(c.ffn_dim, tp_size, tp_rank)};
+}
+
+TpSlice tp_slice_of(const std::string& name, const H3Config& c, const TpShare& share) {
+  const int64_t hd = c.attention_head_dim;
+  const dist::Range head_elems{share.heads.begin * hd, share.heads.end * hd};
+  if (!ends_with(name, ".weight")) return {};  // H3's split linears have no biases
+  if (ends_with(name, "attn.to_q.weight") || ends_with(name, "attn.to_k.weight") || ends_with(name, "attn.to_v.weight"))
+    return {TpSlice::Kind::kOutRows, head_elems, 0};
+  if (ends_with(name, "attn.to_out.0.weight")) return {TpSlice::Kind::kInColumns, head_elems, 0};
+  if (ends_with(name, "ff.net.0.proj.weight")) return {TpSlice::Kind::kOutRowsBothHalves, share.ffn, c.ffn_dim};
+  if (ends_with(name, "ff.net.2.weight")) return {TpSlice::Kind::kInColumns, share.ffn, 0};
+  return {};
+}
+
+Shape tp_local_shape(const Shape& full, const TpSlice& s) {
+  Shape out = full;
+  switch (s.kind) {
+    case TpSlice::Kind::kReplicated: break;
+    case TpSlice::Kind::kOutRows: out[0] = s.range.size(); break;
+    case TpSlice::Kind::kOutRowsBothHalves: out[0] = 2 * s.range.size(); break;
+    case TpSlice::Kind::kInColumns: out[1] = s.range.size(); break;
+  }
+  return out;
+}
+
+Tensor tp_slice_host(const Tensor& full, const TpSlice& s) {
+  switch (s.kind) {
+    case TpSlice::Kind::kReplicated: return full;
+    case TpSlice::Kind::kOutRows: return full.slice(0, s.range.begin, s.range.end).contiguous();
+    case TpSlice::Kind::kInColumns: return full.slice(1, s.range.begin, s.range.end).contiguous();
+    case TpSlice::Kind::kOutRowsBothHalves: {
+      const Tensor value = full.slice(0, s.range.begin, s.range.end).contiguous();  // [n, in]
+      const Tensor gate = full.slice(0, s.half + s.range.begin, s.half + s.range.end).contiguous();
+      Tensor out = Tensor::empty(tp_local_shape(full.shape(), s), full.dtype());   // [2n, in]
+      std::memcpy(out.raw_data(), value.raw_data(), value.nbytes());
+      std::memcpy(static_cast<char*>(out.raw_data()) + value.nbytes(), gate.raw_data(), gate.nbytes());
+      return out;
+    }
+  }
+  return full;
+}
+
+}  // namespace orochi::h3

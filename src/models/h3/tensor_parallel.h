@@ -1,0 +1,46 @@
+// How MiniMax-H3's weights and rows split over a tensor-parallel x sequence-parallel layout. The
+// CPU ranks (parallel_forward.h) and the GPUs (cuda/gpu_runner.h) use the same rules, so a layout
+// computes the same model whatever runs it:
+//   TP: to_q/to_k/to_v keep whole heads (rows of [inner, H]); ff.net.0.proj keeps the same FFN
+//       range of both SwiGLU halves ([value | gate] rows); to_out and ff.net.2 keep the matching
+//       input columns and their outputs are summed over the TP group. Everything else is replicated.
+//   SP (Ulysses): packed rows are split evenly (uneven allowed); around attention an all_to_all
+//       trades [own rows, all local heads] for [all rows, local heads / sp].
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "dist/comm.h"
+#include "models/h3/config.h"
+
+namespace orochi::h3 {
+
+struct ParallelRank {
+  int tp_rank = 0, tp_size = 1, sp_rank = 0, sp_size = 1;
+  int world_size() const { return tp_size * sp_size; }
+};
+
+// Heads must split over TP and, per TP rank, again over SP; says which sizes would work.
+Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size);
+
+// What one TP rank holds of every block: whole heads, and a share of the SwiGLU width.
+struct TpShare {
+  dist::Range heads, ffn;
+};
+TpShare tp_share(const H3Config& c, int tp_rank, int tp_size);
+
+// How one named parameter (diffusers name) is cut for a TP rank.
+struct TpSlice {
+  enum class Kind { kReplicated, kOutRows, kOutRowsBothHalves, kInColumns };
+  Kind kind = Kind::kReplicated;
+  dist::Range range;  // rows (kOutRows*) or columns (kInColumns) kept
+  int64_t half = 0;   // kOutRowsBothHalves: rows of the first half (the second starts there)
+};
+TpSlice tp_slice_of(const std::string& name, const H3Config& c, const TpShare& share);
+Shape tp_local_shape(const Shape& full, const TpSlice& slice);
+// The rank's part of a host tensor, contiguous (shares storage when replicated).
+Tensor tp_slice_host(const Tensor& full, const TpSlice& slice);
+
+}  // namespace orochi::h3

@@ -1,0 +1,148 @@
+// The H3 denoiser over 2 GPUs (TP2, SP2 with uneven rows) against the same model on one GPU, and
+// the communication deadline: a stalled rank ends the forward with an error that names it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "backends/cuda/device.h"
+#include "models/h3/cuda/gpu_parallel.h"
+#include "pipeline/packed_layout.h"
+#include "pipeline/random_inputs.h"
+#include "support/compare.h"
+#include "support/golden.h"
+
+namespace orochi {
+namespace {
+
+using h3::gpu::H3GpuRunner;
+using h3::gpu::H3MultiGpu;
+using h3::gpu::MultiGpuLayout;
+using h3::gpu::RequestSize;
+
+bool two_gpus() {
+  auto devices = cuda::list_devices();
+  return devices.has_value() && devices->size() >= 2;
+}
+
+// A narrow model with real head width: 8 heads of 128 (TP2 x SP2 would split them 2 x 2), an FFN
+// width that does not split evenly, 3 blocks.
+h3::H3Config narrow_config() {
+  h3::H3Config c;
+  c.num_attention_heads = 8;
+  c.hidden_size = 512;
+  c.ffn_dim = 1001;
+  c.num_layers = 3;
+  c.text_dim = 256;
+  c.time_embed_hidden_dim = 512;
+  c.time_embed_dim = 256;
+  return c;
+}
+
+struct Request {
+  h3::H3Inputs in;
+  Tensor timesteps;
+  RequestSize size;
+};
+
+// 5 latent frames of 6x10 video patches, audio and 37 text rows: S is odd.
+Request narrow_request(const h3::H3Config& c) {
+  pipeline::LayoutRequest lr{.text_rows = 37, .latent_frames = 5, .latent_height = 12, .latent_width = 20,
+                             .audio_latents = 21, .keyframes = {}};
+  const pipeline::PackedLayout layout = *pipeline::build_packed_layout(lr);
+  const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(layout, 0.3f, 0.4f);
+  Request r;
+  r.in = pipeline::random_h3_inputs(c, layout, ts, 5);
+  r.timesteps = ts.timesteps;
+  r.size = {r.in.rows(), r.in.text.dim(0), r.in.video.dim(0), r.in.audio.dim(0), r.timesteps.numel()};
+  return r;
+}
+
+h3::H3Outputs one_gpu(const h3::H3Config& c, const Request& r, uint64_t seed) {
+  auto runner = H3GpuRunner::create(c, 0, r.size);
+  EXPECT_TRUE(runner.has_value()) << runner.status().to_string();
+  EXPECT_TRUE((*runner)->init_random_weights(seed).is_ok());
+  EXPECT_TRUE((*runner)->set_request(r.timesteps, r.in).is_ok());
+  EXPECT_TRUE((*runner)->forward().is_ok());
+  return *(*runner)->outputs();
+}
+
+void expect_close(const h3::H3Outputs& got, const h3::H3Outputs& want, const char* what) {
+  const auto cv = testing::compare(got.video, want.video), ca = testing::compare(got.audio, want.audio);
+  std::printf("%s vs 1 GPU: video %s\n  audio %s\n", what, cv.summary().c_str(), ca.summary().c_str());
+  EXPECT_TRUE(cv.same_nonfinite && cv.rel_l2 <= 1e-2) << what << ": " << cv.summary();
+  EXPECT_TRUE(ca.same_nonfinite && ca.rel_l2 <= 1e-2) << what << ": " << ca.summary();
+}
+
+class H3GpuParallel : public ::testing::TestWithParam<MultiGpuLayout> {};
+
+TEST_P(H3GpuParallel, MatchesOneGpu) {
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const h3::H3Config c = narrow_config();
+  const Request r = narrow_request(c);
+  const h3::H3Outputs want = one_gpu(c, r, 3);
+  auto mg = H3MultiGpu::create(c, {0, 1}, GetParam(), r.size);
+  ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
+  ASSERT_TRUE((*mg)->init_random_weights(3).is_ok());
+  ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
+  for (int step = 0; step < 2; ++step) {  // the second forward reuses every buffer and plan
+    Status s = (*mg)->forward();
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    Expected<h3::H3Outputs> got = (*mg)->outputs();
+    ASSERT_TRUE(got.has_value()) << got.status().to_string();
+    expect_close(*got, want, GetParam().tp > 1 ? "TP2" : "SP2");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, H3GpuParallel,
+                         ::testing::Values(MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}),
+                         [](const auto& info) { return info.param.tp > 1 ? std::string("TP2") : std::string("SP2"); });
+
+TEST(H3GpuParallelGolden, TinyTp2AndSp2WithinTheBf16Band) {
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::h3_tiny_dir() + "/golden.safetensors");
+  ASSERT_TRUE(golden.has_value());
+  Expected<h3::H3Weights> w = h3::load_weights(testing::h3_tiny_dir() + "/transformer");
+  ASSERT_TRUE(w.has_value()) << w.status().to_string();
+  const h3::H3Inputs in = testing::golden_inputs(*golden);
+  const Tensor timesteps = testing::golden_tensor(*golden, "in.timestep");
+  const RequestSize size{in.rows(), in.text.dim(0), in.video.dim(0), in.audio.dim(0), timesteps.numel()};
+  for (const MultiGpuLayout layout : {MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}}) {
+    auto mg = H3MultiGpu::create(w->config, {0, 1}, layout, size);
+    ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
+    ASSERT_TRUE((*mg)->upload_weights(*w).is_ok());
+    ASSERT_TRUE((*mg)->set_request(timesteps, in).is_ok());
+    ASSERT_TRUE((*mg)->forward().is_ok());
+    Expected<h3::H3Outputs> out = (*mg)->outputs();
+    ASSERT_TRUE(out.has_value()) << out.status().to_string();
+    const auto cv = testing::compare(out->video, testing::golden_tensor(*golden, "out.video"));
+    const auto ca = testing::compare(out->audio, testing::golden_tensor(*golden, "out.audio"));
+    std::printf("tiny %s vs diffusers fp32: video %s\n  audio %s\n", layout.tp > 1 ? "TP2" : "SP2", cv.summary().c_str(),
+                ca.summary().c_str());
+    EXPECT_TRUE(cv.same_nonfinite && cv.rel_l2 <= 2e-2) << cv.summary();
+    EXPECT_TRUE(ca.same_nonfinite && ca.rel_l2 <= 2e-2) << ca.summary();
+  }
+}
+
+TEST(H3GpuParallelDeadline, AStalledRankEndsTheForwardWithItsName) {
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const h3::H3Config c = narrow_config();
+  const Request r = narrow_request(c);
+  MultiGpuLayout layout{.tp = 1, .sp = 2};
+  layout.comm_deadline = std::chrono::milliseconds(1000);
+  layout.fault = {dist::FaultInjection::Kind::kStall, 1, 5};  // rank 1 stops at its 6th exchange
+  auto mg = H3MultiGpu::create(c, {0, 1}, layout, r.size);
+  ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
+  ASSERT_TRUE((*mg)->init_random_weights(3).is_ok());
+  ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
+  const auto start = std::chrono::steady_clock::now();
+  Status s = (*mg)->forward();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("stalled forward ended after %.2f s: %s\n", seconds, s.to_string().c_str());
+  EXPECT_EQ(s.code(), ErrorCode::kDeadline) << s.to_string();
+  EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("all_to_all"), std::string::npos) << s.to_string();
+  EXPECT_LE(seconds, 1.0 + 2.0);
+}
+
+}  // namespace
+}  // namespace orochi
