@@ -113,6 +113,15 @@ TEST(CliGenerate, RefusesImpossibleSizesBeforeAnyWork) {
   r = run("--speed 3" + out);
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(contains(r.output, "speed")) << r.output;
+  r = run("--gpus 2 --device cpu" + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.output, "--gpus 2 needs --device cuda")) << r.output;
+  r = run("--parallel ring" + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.output, "--parallel must be auto, tp, sp or tpxsp")) << r.output;
+  r = run("--comm-timeout 0" + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.output, "--comm-timeout")) << r.output;
   EXPECT_EQ(dir.entries(), 0u) << "a refused request left a file behind";
 }
 

@@ -4,6 +4,7 @@
 # report, then diffusers' VAE decodes on the same GPU (../shared/bench/peer_h3_prepost.py, copied to
 # .peer/), and one table of both.
 # Usage (device run, carry gpu-dist .whl .peer): bash scripts/device/run_t2va_gpu.sh [480p] [768p]
+# Env: STEPS (default 8), SKIP_PEER=1, GENERATE_ARGS (more generate options, e.g. "--gpus 2").
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -21,7 +22,7 @@ for res in "${@:-480p}"; do
   read -r w h <<< "${canvas[$res]}"
   echo "== orochi generate $res (${w}x${h}, 124 frames, ${STEPS:-8} steps, random weights)"
   gpu-dist/orochi generate --quiet --random-weights --device cuda --width "$w" --height "$h" --frames 124 \
-    --steps "${STEPS:-8}" --out "/tmp/t2va/t2va_$res.mp4" 2> "$OUT/generate_$res.err" | tee "$OUT/generate_$res.txt"
+    --steps "${STEPS:-8}" --out "/tmp/t2va/t2va_$res.mp4" ${GENERATE_ARGS:-} 2> "$OUT/generate_$res.err" | tee "$OUT/generate_$res.txt"
   cp "/tmp/t2va/t2va_$res.json" "$OUT/" 2>/dev/null  # the MP4 itself stays: random frames encode large
   tail -4 "$OUT/generate_$res.err"
   python3 -c "import av, sys; c = av.open(sys.argv[1]); print([(s.type, s.codec_context.name, s.frames,

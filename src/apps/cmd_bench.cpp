@@ -15,7 +15,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
-#include "apps/parallel_option.h"
+#include "planner/parallel_choice.h"
 #include "models/h3/flops.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
@@ -138,7 +138,7 @@ int run_bench(const std::vector<std::string>& argv) {
                static_cast<long long>(*device));
   // One GPU, or every GPU of --gpus on the same request (--parallel tp|sp|tpxsp|auto).
   const double gib = 1 << 30;
-  Expected<ParallelDegrees> degrees = choose_parallel(
+  Expected<planner::ParallelDegrees> degrees = planner::choose_parallel(
       args->get("parallel", "auto"), config, static_cast<int>(*gpus), static_cast<double>(total) / gib,
       h3::gpu::resident_weight_bytes(config, h3::gpu::whole_model(config)) / gib,
       h3::gpu::request_arena_bytes(config, size, 0) / gib);

@@ -24,6 +24,7 @@
 #include "models/h3/denoiser.h"
 #include "models/h3/summary.h"
 #include "pipeline/decoders.h"
+#include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "pipeline/prompt_features.h"
 #include "pipeline/t2va.h"
@@ -76,8 +77,35 @@ Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const GenerateOptions&
   in.tiers.peer = false;
   in.tiers.host = false;
   OROCHI_ASSIGN_OR_RETURN(planner::MemoryPlan plan, planner::plan_memory(in));
-  OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
+  // Several GPUs split the denoiser (its phase needs less per GPU than this one-GPU plan says);
+  // the one-GPU figures then only feed --parallel auto's choice.
+  if (o.gpus == 1) OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
   return std::optional<planner::MemoryPlan>(std::move(plan));
+}
+
+// How --gpus GPUs share the denoiser (--parallel), from the one-GPU plan's denoiser phase.
+Expected<GpuPlacement> place_on_gpus(const GenerateOptions& o, const h3::H3Config& config,
+                                     const std::optional<planner::MemoryPlan>& plan) {
+  GpuPlacement p;
+  p.device = o.gpu_index();
+  p.comm_timeout_s = o.comm_timeout_s;
+  if (o.gpus == 1) return p;
+  constexpr double kGiB = 1 << 30;
+  OROCHI_ASSIGN_OR_RETURN(const uint64_t vram, gpu_memory_total(o.gpu_index()));
+  double weights = 0, request = 0;
+  if (plan)
+    for (const planner::PhasePlan& phase : plan->phases)
+      if (phase.name == "denoiser" && !phase.gpus.empty()) {
+        weights = phase.gpus[0].pool_bytes(planner::PoolKind::kWeights) / kGiB;
+        request = phase.gpus[0].total() / kGiB - weights;
+      }
+  OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees d, planner::choose_parallel(o.parallel, config, static_cast<int>(o.gpus),
+                                                                   vram / kGiB, weights, request));
+  p.tp = d.tp;
+  p.sp = d.sp;
+  if (!o.quiet) std::fprintf(stderr, "orochi generate: denoiser on %lld GPUs, tp %d x sp %d (%s)\n",
+                             static_cast<long long>(o.gpus), d.tp, d.sp, d.why.c_str());
+  return p;
 }
 
 }  // namespace
@@ -152,9 +180,11 @@ int run_generate(const std::vector<std::string>& argv) {
   std::unique_ptr<pipeline::VideoDecoder> video_decoder;
   std::unique_ptr<pipeline::AudioDecoder> audio_decoder;
   if (opts->on_gpu()) {
+    Expected<GpuPlacement> placement = place_on_gpus(*opts, transformer_config, memory_plan);
+    if (!placement) return fail(placement.status());
     Expected<GpuT2va> gpu = opts->random_weights
-                                ? gpu_t2va_random(transformer_config, opts->gpu_index(), *plan, kDemoWeightSeed)
-                                : gpu_t2va_from_host(models, opts->gpu_index(), *plan);
+                                ? gpu_t2va_random(transformer_config, *placement, *plan, kDemoWeightSeed)
+                                : gpu_t2va_from_host(models, *placement, *plan);
     if (!gpu) return fail(gpu.status());
     denoiser = std::move(gpu->denoiser);
     video_decoder = std::move(gpu->video);
@@ -193,6 +223,7 @@ int run_generate(const std::vector<std::string>& argv) {
         if (!phase.gpus.empty()) gpu["planned_bytes"][phase.name] = phase.gpus[0].total();
     }
     report.gpu_memory.push_back(std::move(gpu));
+    for (int64_t i = 1; i < opts->gpus; ++i) report.gpu_memory.push_back(gpu_memory_report(opts->gpu_index() + static_cast<int>(i)));
   }
 
   // 4. MP4 (H.264 + AAC), then the report next to it.

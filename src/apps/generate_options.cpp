@@ -36,6 +36,12 @@ const char* const kGenerateUsage =
     "  --crf Q                H.264 quality 0..51 (default 18)\n"
     "  --device D             cpu, cuda or cuda:N (default: cpu for the demo, cuda:0 for a checkpoint when\n"
     "                         this build and machine have a GPU)\n"
+    "  --gpus N               the denoiser on N GPUs from --device on, every GPU on this video (default 1);\n"
+    "                         the decoders run on the first\n"
+    "  --parallel MODE        how N GPUs share it: auto (sequence parallel when the model fits on each\n"
+    "                         GPU, else the least tensor parallel that fits), sp, tp or tpxsp\n"
+    "  --comm-timeout S       seconds any GPU-to-GPU exchange may take before the run stops with an\n"
+    "                         error naming the rank (default 60)\n"
     "  --random-weights       the released shapes (33 B denoiser, 2.4 B video VAE, 151 M audio VAE) with\n"
     "                         random weights generated on the GPU: the full-size pipeline without a\n"
     "                         checkpoint, for benchmarks (needs --device cuda)\n"
@@ -49,7 +55,7 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv,
                                                  {"text-features", "width", "height", "frames", "steps", "seed",
                                                   "video-shift", "audio-shift", "out", "crf", "prompt", "device",
-                                                  "text-rows", "text-layer"},
+                                                  "text-rows", "text-layer", "gpus", "parallel", "comm-timeout"},
                                                  {"json", "quiet", "random-weights"}));
   if (args.positionals().size() > 1)
     return invalid_argument("generate takes at most one MODEL_DIR, got " + std::to_string(args.positionals().size()) +
@@ -75,6 +81,14 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
     return invalid_argument("--device must be cpu, cuda or cuda:N, got '" + o.device + "'");
   if (o.random_weights && !o.on_gpu())
     return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");
+  OROCHI_ASSIGN_OR_RETURN(o.gpus, args.get_int("gpus", 1));
+  OROCHI_ASSIGN_OR_RETURN(o.comm_timeout_s, args.get_int("comm-timeout", 60));
+  o.parallel = args.get("parallel", "auto");
+  if (o.gpus < 1 || o.gpus > 64) return invalid_argument("--gpus must be in [1, 64], got " + std::to_string(o.gpus));
+  if (o.gpus > 1 && !o.on_gpu()) return invalid_argument("--gpus " + std::to_string(o.gpus) + " needs --device cuda");
+  if (o.parallel != "auto" && o.parallel != "tp" && o.parallel != "sp" && o.parallel != "tpxsp")
+    return invalid_argument("--parallel must be auto, tp, sp or tpxsp, got '" + o.parallel + "'");
+  if (o.comm_timeout_s < 1) return invalid_argument("--comm-timeout must be >= 1 second");
   OROCHI_ASSIGN_OR_RETURN(o.text_rows, args.get_int("text-rows", demo ? 32 : 256));
   if (o.text_rows < 1 || o.text_rows > 65536) return invalid_argument("--text-rows must be in [1, 65536]");
   OROCHI_ASSIGN_OR_RETURN(o.width, args.get_int("width", demo ? 320 : 1344));

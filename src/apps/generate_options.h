@@ -20,6 +20,9 @@ struct GenerateOptions {
   int64_t width = 0, height = 0, frames = 0, steps = 0, seed = 0, crf = 18;
   double video_shift = 0, audio_shift = 0;
   std::string out, device;
+  int64_t gpus = 1;              // GPUs from --device on that share the denoiser
+  std::string parallel = "auto"; // how they share it: auto, tp, sp, tpxsp
+  int64_t comm_timeout_s = 60;   // deadline of every collective
   int64_t text_rows = 0;
   bool json = false, quiet = false, random_weights = false;
   bool on_gpu() const { return device.rfind("cuda", 0) == 0; }

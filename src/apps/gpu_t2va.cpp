@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "models/h3/cuda/gpu_denoiser.h"
@@ -75,11 +76,17 @@ h3::gpu::RequestSize request_size(const pipeline::T2vaPlan& plan) {
 // The denoiser now; the decoders as factories that `fill_video` / `fill_audio` give weights.
 template <typename FillDenoiser, typename FillVideo, typename FillAudio>
 Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeConfig& video,
-                       const h3_audio::AudioVaeConfig& audio, int device, const pipeline::T2vaPlan& plan,
-                       FillDenoiser fill_denoiser, FillVideo fill_video, FillAudio fill_audio) {
+                       const h3_audio::AudioVaeConfig& audio, const GpuPlacement& placement,
+                       const pipeline::T2vaPlan& plan, FillDenoiser fill_denoiser, FillVideo fill_video,
+                       FillAudio fill_audio) {
   GpuT2va g;
+  const int device = placement.device;
   g.device = device;
-  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, device, request_size(plan)));
+  std::vector<int> devices;
+  for (int i = 0; i < placement.tp * placement.sp; ++i) devices.push_back(device + i);
+  const h3::gpu::MultiGpuLayout layout{.tp = placement.tp, .sp = placement.sp,
+                                       .comm_deadline = std::chrono::seconds(placement.comm_timeout_s)};
+  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, devices, layout, request_size(plan)));
   OROCHI_RETURN_IF_ERROR(fill_denoiser(*denoiser));
   g.device_name = denoiser->device_name();
   g.denoiser = std::move(denoiser);
@@ -109,22 +116,23 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
 
 }  // namespace
 
-Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& m, int device, const pipeline::T2vaPlan& plan) {
+Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& m, const GpuPlacement& placement,
+                                     const pipeline::T2vaPlan& plan) {
   const pipeline::T2vaModels* models = &m;  // outlives the run
   return make(
-      m.transformer.config, m.video_vae.config, m.audio_vae.config, device, plan,
+      m.transformer.config, m.video_vae.config, m.audio_vae.config, placement, plan,
       [models](h3::gpu::GpuDenoiser& d) { return d.upload_weights(models->transformer); },
       [models](h3vae::gpu::GpuVideoDecoder& d) { return d.upload(models->video_vae); },
       [models](h3_audio::gpu::GpuAudioDecoder& d) { return d.upload(models->audio_vae); });
 }
 
-Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, int device, const pipeline::T2vaPlan& plan,
-                                  uint64_t seed) {
+Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, const GpuPlacement& placement,
+                                  const pipeline::T2vaPlan& plan, uint64_t seed) {
   h3_audio::AudioVaeConfig audio;  // the release's decoder
   audio.latents_mean.assign(static_cast<size_t>(audio.latent_channels), 0.0f);
   audio.latents_std.assign(static_cast<size_t>(audio.latent_channels), 1.0f);
   return make(
-      transformer, h3vae::VideoVaeConfig{}, audio, device, plan,
+      transformer, h3vae::VideoVaeConfig{}, audio, placement, plan,
       [seed](h3::gpu::GpuDenoiser& d) { return d.init_random_weights(seed); },
       [seed](h3vae::gpu::GpuVideoDecoder& d) { return d.init_random(seed + 1); },
       [seed](h3_audio::gpu::GpuAudioDecoder& d) { return d.init_random(seed + 2); });
@@ -172,8 +180,12 @@ Status no_cuda() {
 }
 }  // namespace
 
-Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels&, int, const pipeline::T2vaPlan&) { return no_cuda(); }
-Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, int, const pipeline::T2vaPlan&, uint64_t) { return no_cuda(); }
+Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels&, const GpuPlacement&, const pipeline::T2vaPlan&) {
+  return no_cuda();
+}
+Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, const GpuPlacement&, const pipeline::T2vaPlan&, uint64_t) {
+  return no_cuda();
+}
 Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, int) { return no_cuda(); }
 bool gpu_present() { return false; }
 Expected<uint64_t> gpu_memory_total(int) { return no_cuda(); }

@@ -1,4 +1,5 @@
-// The GPU parts of `orochi generate`: the H3 denoiser, the video VAE and the audio VAE on one GPU,
+// The GPU parts of `orochi generate`: the H3 denoiser (on one GPU or several), the video VAE and the
+// audio VAE on the first GPU,
 // behind the pipeline's interfaces, with memory sized from the request's plan. Without the CUDA
 // backend every function returns `unsupported` with advice.
 #pragma once
@@ -16,6 +17,14 @@
 
 namespace orochi::apps {
 
+// Where a GPU run goes: the first GPU (decoders, text encoder) and how tp x sp GPUs from it on
+// share the denoiser.
+struct GpuPlacement {
+  int device = 0;
+  int tp = 1, sp = 1;
+  int64_t comm_timeout_s = 60;
+};
+
 struct GpuT2va {
   std::unique_ptr<h3::Denoiser> denoiser;
   std::unique_ptr<pipeline::VideoDecoder> video;
@@ -24,14 +33,15 @@ struct GpuT2va {
   int device = 0;
 };
 
-// Host weights (a checkpoint, or the demo) uploaded to GPU `device`.
-Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& models, int device, const pipeline::T2vaPlan& plan);
+// Host weights (a checkpoint, or the demo) uploaded to the placement's GPUs.
+Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& models, const GpuPlacement& placement,
+                                     const pipeline::T2vaPlan& plan);
 
 // The released configurations with counter-based random weights generated on the GPU (no
 // checkpoint, no host copy): the full-size pipeline for benchmarks. `transformer_config` must be
 // the released H3 config (the caller passes it so the plan was made with it).
-Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer_config, int device, const pipeline::T2vaPlan& plan,
-                                  uint64_t seed);
+Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer_config, const GpuPlacement& placement,
+                                  const pipeline::T2vaPlan& plan, uint64_t seed);
 
 // The prompt's conditioning on GPU `device`: the first `layer` layers of `text_encoder_dir` uploaded
 // (bf16), run on token ids i64 [L], freed again before returning f32 [L, hidden].

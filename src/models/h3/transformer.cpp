@@ -3,55 +3,13 @@
 #include <cmath>
 
 #include "backends/cpu/ops.h"
+#include "models/h3/block_forward.h"
 
 namespace orochi::h3 {
 namespace {
 
 void notify(const H3Observer& observer, const std::string& name, const Tensor& t) {
   if (observer) observer(name, t);
-}
-
-Tensor apply_linear(const Tensor& x, const LinearWeights& l) {
-  return cpu::linear(x, l.weight, l.bias_or_null());
-}
-
-// Self-attention over all rows of x [S, H]; RoPE only when a table is given (not in the refiner).
-Tensor self_attention(const Tensor& x, const AttentionWeights& a, const H3Config& c,
-                      const cpu::RopeTable* rope) {
-  const int64_t S = x.dim(0), heads = c.num_attention_heads, hd = c.attention_head_dim;
-  const float eps = static_cast<float>(c.qk_norm_eps);
-  Tensor q = cpu::rms_norm(apply_linear(x, a.to_q).view({S, heads, hd}), a.norm_q, eps);  // [S, h, d]
-  Tensor k = cpu::rms_norm(apply_linear(x, a.to_k).view({S, heads, hd}), a.norm_k, eps);
-  Tensor v = apply_linear(x, a.to_v).view({S, heads, hd});
-  if (rope) {
-    cpu::apply_rope(q, *rope);
-    cpu::apply_rope(k, *rope);
-  }
-  Tensor o = cpu::attention(q, k, v).view({S, heads * hd});  // [S, inner]
-  return apply_linear(o, a.to_out);                          // [S, H]
-}
-
-Tensor feed_forward(const Tensor& x, const BlockWeights& b) {
-  return apply_linear(cpu::swiglu(apply_linear(x, b.ff_in)), b.ff_out);
-}
-
-// Plain pre-norm block over the L text rows: no modulation, no gates, no RoPE.
-void refiner_block(Tensor& h, const BlockWeights& b, const H3Config& c) {
-  const float eps = static_cast<float>(c.norm_eps);
-  cpu::add_inplace(h, self_attention(cpu::rms_norm(h, b.norm1, eps), b.attn, c, nullptr));
-  cpu::add_inplace(h, feed_forward(cpu::rms_norm(h, b.norm2, eps), b));
-}
-
-// AdaLN block; `table` [n_t*3, 6H] is indexed per row by `adaln_idx` [S].
-void transformer_block(Tensor& h, const BlockWeights& b, const Tensor& table, const Tensor& adaln_idx,
-                       const cpu::RopeTable& rope, const H3Config& c) {
-  const int64_t H = c.hidden_size;
-  const float eps = static_cast<float>(c.norm_eps);
-  auto chunk = [&](int i) { return table.slice(1, i * H, (i + 1) * H); };  // row-strided [R, H]
-  Tensor a = cpu::modulate(cpu::rms_norm(h, b.norm1, eps), chunk(0), chunk(1), adaln_idx);
-  cpu::gated_residual(h, chunk(2), adaln_idx, self_attention(a, b.attn, c, &rope));
-  Tensor f = cpu::modulate(cpu::rms_norm(h, b.norm2, eps), chunk(3), chunk(4), adaln_idx);
-  cpu::gated_residual(h, chunk(5), adaln_idx, feed_forward(f, b));
 }
 
 Status check_indices(const Tensor& idx, int64_t n, int64_t S, const char* what, std::vector<int>& owner) {
@@ -145,53 +103,13 @@ Expected<H3Outputs> forward(const H3Weights& w, const H3Inputs& in, const Modula
   OROCHI_RETURN_IF_ERROR(validate_inputs(c, in, tables.timesteps.numel()));
   OROCHI_CHECK(tables.blocks.size() == w.blocks.size(), "modulation tables for ", tables.blocks.size(),
                " blocks, model has ", w.blocks.size());
-  const int64_t S = in.rows(), H = c.hidden_size;
-
-  const cpu::RopeTable rope =
-      cpu::rope_table(in.positions.contiguous(), cpu::rope_inv_freq(static_cast<int>(c.rope_freq_dim),
-                                                                    static_cast<float>(c.rope_theta)));
-  notify(observer, "rope.cos", rope.cos);
-  notify(observer, "rope.sin", rope.sin);
-
-  // 1. Embed each modality; the text stream goes through the token refiner first.
-  Tensor text = apply_linear(in.text.contiguous(), w.context_embedder);  // [L, H]
-  for (size_t i = 0; i < w.refiner.size(); ++i) {
-    refiner_block(text, w.refiner[i], c);
-    notify(observer, "refiner." + std::to_string(i), text);
-  }
-  text = cpu::rms_norm(text, w.refiner_final_norm, static_cast<float>(c.final_norm_eps));
-  notify(observer, "text_embeds", text);
-
-  Tensor h = Tensor::zeros({S, H}, DType::kF32);  // [S, H] packed residual stream
-  cpu::scatter_rows(h, in.text_indices, text);
-  cpu::scatter_rows(h, in.video_indices, apply_linear(in.video.contiguous(), w.proj_in));
-  cpu::scatter_rows(h, in.audio_indices, apply_linear(in.audio.contiguous(), w.audio_proj_in));
-  notify(observer, "packed", h);
-
-  // 2. Blocks, each indexing its AdaLN table by (timestep, modality).
-  std::vector<int64_t> adaln(S);
-  const Tensor ti_dense = in.timestep_indices.contiguous(), tg_dense = in.token_tags.contiguous();
-  const int64_t* ti = ti_dense.data<int64_t>();
-  const int64_t* tg = tg_dense.data<int64_t>();
-  for (int64_t s = 0; s < S; ++s) adaln[s] = ti[s] * kModalities + tg[s];
-  const Tensor adaln_idx = Tensor::from_ints(adaln, {S});
+  const BlockInputs block_in = block_inputs(c, in, observer);
+  Tensor h = embed_sequence(w, in, observer);  // [S, H]
   for (size_t i = 0; i < w.blocks.size(); ++i) {
-    transformer_block(h, w.blocks[i], tables.blocks[i], adaln_idx, rope, c);
+    transformer_block(h, w.blocks[i], tables.blocks[i], block_in, c);
     notify(observer, "block." + std::to_string(i), h);
   }
-
-  // 3. Output norm modulated per timestep (not per modality), then the two per-row heads on
-  //    just their rows.
-  Tensor y = cpu::modulate(cpu::rms_norm(h, w.norm_out, static_cast<float>(c.final_norm_eps)),
-                           tables.final.slice(1, 0, H), tables.final.slice(1, H, 2 * H),
-                           in.timestep_indices.contiguous());
-  notify(observer, "norm_out", y);
-  H3Outputs out;
-  out.video = apply_linear(cpu::gather_rows(y, in.video_indices.contiguous()), w.proj_out);
-  out.audio = apply_linear(cpu::gather_rows(y, in.audio_indices.contiguous()), w.audio_proj_out);
-  notify(observer, "out.video", out.video);
-  notify(observer, "out.audio", out.audio);
-  return out;
+  return output_heads(w, h, in, tables, observer);
 }
 
 }  // namespace orochi::h3

@@ -4,19 +4,26 @@
 
 namespace orochi::h3::gpu {
 
-Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, int device,
-                                                           const RequestSize& max) {
+Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, int device, const RequestSize& max) {
+  return create(config, std::vector<int>{device}, MultiGpuLayout{}, max);
+}
+
+Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, const std::vector<int>& devices,
+                                                           const MultiGpuLayout& layout, const RequestSize& max) {
   std::unique_ptr<GpuDenoiser> d(new GpuDenoiser());
   d->config_ = config;
-  OROCHI_ASSIGN_OR_RETURN(d->runner_, H3GpuRunner::create(config, device, max));
+  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, devices, layout, max));
   cudaDeviceProp prop{};
-  d->device_name_ = "cuda:" + std::to_string(device);
-  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) d->device_name_ += std::string(" ") + prop.name;
+  d->device_name_ = "cuda:" + std::to_string(devices.front());
+  if (devices.size() > 1)
+    d->device_name_ += "-" + std::to_string(devices.back()) + " (tp " + std::to_string(layout.tp) + " x sp " +
+                       std::to_string(layout.sp) + ")";
+  if (cudaGetDeviceProperties(&prop, devices.front()) == cudaSuccess) d->device_name_ += std::string(" ") + prop.name;
   return d;
 }
 
 Status GpuDenoiser::prepare(const Tensor& timesteps) {
-  if (!runner_) return Status(ErrorCode::kInternal, "GpuDenoiser::prepare after release()");
+  if (!gpus_) return Status(ErrorCode::kInternal, "GpuDenoiser::prepare after release()");
   if (!timesteps.defined() || timesteps.dtype() != DType::kF32 || timesteps.ndim() != 1 || timesteps.numel() == 0)
     return invalid_argument("the denoiser needs a non-empty f32 [n_t] list of timesteps");
   timesteps_ = timesteps.clone();
@@ -25,16 +32,16 @@ Status GpuDenoiser::prepare(const Tensor& timesteps) {
 }
 
 Expected<H3Outputs> GpuDenoiser::forward(const H3Inputs& inputs) {
-  if (!timesteps_.defined() || !runner_)
+  if (!timesteps_.defined() || !gpus_)
     return Status(ErrorCode::kInternal, "GpuDenoiser::forward called before prepare() or after release()");
   if (!request_set_) {
-    OROCHI_RETURN_IF_ERROR(runner_->set_request(timesteps_, inputs));  // builds every AdaLN table once
+    OROCHI_RETURN_IF_ERROR(gpus_->set_request(timesteps_, inputs));  // builds every AdaLN table once
     request_set_ = true;
   } else {
-    OROCHI_RETURN_IF_ERROR(runner_->update_rows(inputs));
+    OROCHI_RETURN_IF_ERROR(gpus_->update_rows(inputs));
   }
-  OROCHI_RETURN_IF_ERROR(runner_->forward());
-  return runner_->outputs();
+  OROCHI_RETURN_IF_ERROR(gpus_->forward());
+  return gpus_->outputs();
 }
 
 }  // namespace orochi::h3::gpu

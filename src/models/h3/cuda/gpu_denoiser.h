@@ -1,12 +1,14 @@
-// The H3 denoiser on one GPU behind the pipeline's Denoiser interface: the runner's arenas are sized
-// for one request up front; prepare() keeps the request's timesteps, the first forward builds the
-// AdaLN tables for all of them, later forwards only upload the rows that changed.
+// The H3 denoiser on one GPU or several (H3MultiGpu: TP x SP, every GPU on the request) behind the
+// pipeline's Denoiser interface: the runners' arenas are sized for one request up front; prepare()
+// keeps the request's timesteps, the first forward builds the AdaLN tables for all of them, later
+// forwards only upload the rows that changed.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "models/h3/cuda/gpu_runner.h"
+#include "models/h3/cuda/gpu_parallel.h"
 #include "models/h3/denoiser.h"
 
 namespace orochi::h3::gpu {
@@ -15,22 +17,24 @@ class GpuDenoiser final : public Denoiser {
  public:
   // `max` bounds the request (rows, text rows, video/audio rows, timesteps of the whole schedule).
   static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, int device, const RequestSize& max);
+  // devices.size() == layout.tp * layout.sp GPUs of this process.
+  static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, const std::vector<int>& devices,
+                                                       const MultiGpuLayout& layout, const RequestSize& max);
 
-  Status init_random_weights(uint64_t seed) { return runner_->init_random_weights(seed); }
-  Status upload_weights(const H3Weights& host) { return runner_->upload_weights(host); }
+  Status init_random_weights(uint64_t seed) { return gpus_->init_random_weights(seed); }
+  Status upload_weights(const H3Weights& host) { return gpus_->upload_weights(host); }
 
   const H3Config& config() const override { return config_; }
   std::string device_name() const override { return device_name_; }
   Status prepare(const Tensor& timesteps) override;
   Expected<H3Outputs> forward(const H3Inputs& inputs) override;
-  void release() override { runner_.reset(); }
-  H3GpuRunner& runner() { return *runner_; }
+  void release() override { gpus_.reset(); }
 
  private:
   GpuDenoiser() = default;
   H3Config config_;
   std::string device_name_;
-  std::unique_ptr<H3GpuRunner> runner_;
+  std::unique_ptr<H3MultiGpu> gpus_;
   Tensor timesteps_;
   bool request_set_ = false;
 };

@@ -128,12 +128,20 @@ Status H3MultiGpu::forward() {
 
 Expected<H3Outputs> H3MultiGpu::outputs() {
   // TP rank 0 of every SP index holds those rows' outputs (the other TP ranks hold the same).
+  int caller_device = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&caller_device));
   std::vector<RankOutputs> parts;
   for (int s = 0; s < layout_.sp; ++s) {
     OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(devices_[s * layout_.tp]));
-    OROCHI_ASSIGN_OR_RETURN(RankOutputs part, runners_[s * layout_.tp]->rank_outputs());
-    parts.push_back(std::move(part));
+    Expected<RankOutputs> part = runners_[s * layout_.tp]->rank_outputs();
+    if (!part) {
+      cudaSetDevice(caller_device);
+      return part.status();
+    }
+    parts.push_back(std::move(*part));
   }
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(caller_device));
+  if (world_size() == 1) return std::move(parts[0].rows);  // every row, in order
   return merge_rank_outputs(parts, runners_[0]->config(), request_);
 }
 

@@ -1,10 +1,10 @@
-#include "apps/parallel_option.h"
+#include "planner/parallel_choice.h"
 
 #include <cstdio>
 
 #include "models/h3/tensor_parallel.h"
 
-namespace orochi::apps {
+namespace orochi::planner {
 namespace {
 
 std::string gib(double v) {
@@ -46,4 +46,4 @@ Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3C
                           "); use more GPUs, a smaller canvas or fewer frames, or check `orochi plan`");
 }
 
-}  // namespace orochi::apps
+}  // namespace orochi::planner

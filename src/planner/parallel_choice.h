@@ -6,7 +6,7 @@
 #include "core/status.h"
 #include "models/h3/config.h"
 
-namespace orochi::apps {
+namespace orochi::planner {
 
 struct ParallelDegrees {
   int tp = 1, sp = 1;
@@ -20,4 +20,4 @@ struct ParallelDegrees {
 Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3Config& config, int gpus,
                                           double vram_gib, double weights_gib, double request_gib);
 
-}  // namespace orochi::apps
+}  // namespace orochi::planner
