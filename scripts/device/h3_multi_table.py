@@ -1,15 +1,8 @@
 """One table of orochi's 1- and 2-GPU H3 forward times, the speed-up over one GPU and diffusers'
 Ulysses time from the same device run (JSONL from orochi bench dit --json and peer_h3.py)."""
-import json
 import sys
 
-
-def load(path):
-    try:
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.strip().startswith("{")]
-    except FileNotFoundError:
-        return []
+from h3_table import load  # the JSONL reader of the one-GPU table
 
 
 ours, peers = load(sys.argv[1]), load(sys.argv[2])

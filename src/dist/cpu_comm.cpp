@@ -7,17 +7,12 @@
 #include <utility>
 
 #include "core/check.h"
+#include "dist/deadline_message.h"
 
 namespace orochi::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string list_ranks(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
-}
 
 }  // namespace
 
@@ -213,12 +208,8 @@ Status CpuCommGroup::stall(int64_t call, const std::string& op) {
 void CpuCommGroup::expire_locked(const Exchange& e, int64_t call) {
   std::vector<int> missing, present;
   for (int r = 0; r < size_; ++r) (e.ranks[r].arrived ? present : missing).push_back(r);
-  std::string message = "comm group '" + options_.name + "' (" + std::to_string(size_) + " ranks): " + e.op +
-                        " call #" + std::to_string(call) + " did not complete within " +
-                        std::to_string(options_.deadline.count()) + " ms: " + list_ranks(missing) + " did not arrive";
-  if (!present.empty()) message += " (" + list_ranks(present) + " waited)";
-  message += ". A rank is stalled, crashed or took another code path; raise --comm-timeout if the ranks are just slow";
-  abort_locked(deadline_exceeded(std::move(message)));
+  abort_locked(deadline_exceeded(deadline_head(options_, size_, e.op, call) + missing_ranks(missing, present) +
+                                  ". A rank is stalled, crashed or took another code path; " + kDeadlineAdvice));
 }
 
 void CpuCommGroup::abort_locked(Status status) {

@@ -6,17 +6,12 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "dist/cpu_exchange.h"
+#include "dist/deadline_message.h"
 
 namespace orochi::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string list_ranks(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
 
 }  // namespace
 
@@ -241,15 +236,10 @@ Status PeerCopyGroup::rendezvous(int rank, int64_t gen, const char* op, int64_t 
   while (error_.is_ok() && !everyone_here()) {
     if (changed_.wait_until(lock, deadline) != std::cv_status::timeout) continue;
     if (!error_.is_ok() || everyone_here()) break;
-    std::vector<int> missing;
-    for (size_t j = 0; j < ranks_.size(); ++j)
-      if (ranks_[j].arrived < gen) missing.push_back(static_cast<int>(j));
-    error_ = deadline_exceeded("comm group '" + options_.name + "' (" + std::to_string(ranks_.size()) + " ranks): " + op +
-                               " call #" + std::to_string(call) + " did not complete within " +
-                               std::to_string(options_.deadline.count()) + " ms: " + list_ranks(missing) +
-                               " did not arrive (rank " + std::to_string(rank) +
-                               " waited). A rank is stalled, crashed or took another code path; raise --comm-timeout "
-                               "if the ranks are just slow");
+    std::vector<int> missing, present;
+    for (size_t j = 0; j < ranks_.size(); ++j) (ranks_[j].arrived < gen ? missing : present).push_back(static_cast<int>(j));
+    error_ = deadline_exceeded(deadline_head(options_, size(), op, call) + missing_ranks(missing, present) +
+                               ". A rank is stalled, crashed or took another code path; " + kDeadlineAdvice);
     changed_.notify_all();
   }
   return error_;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backends/cuda/cuda_check.h"
+#include "dist/deadline_message.h"
 #include "dist/nccl/nccl_comm.h"
 #include "dist/nccl/nccl_errors.h"
 
@@ -14,12 +15,6 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kWatchdogPeriod{50};
-
-std::string list_ranks(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
-}
 
 }  // namespace
 
@@ -85,19 +80,14 @@ Status NcclGroup::reap(Member& m) {
 std::string NcclGroup::deadline_message(int stuck_rank, const PendingOp& op, milliseconds age) const {
   std::vector<int> missing, present;
   for (const auto& m : members_) (m->arrived.load() <= op.call ? missing : present).push_back(m->rank);
-  std::string message = "comm group '" + options_.name + "' (" + std::to_string(size()) + " ranks): " + op.op +
-                        " call #" + std::to_string(op.call) + " did not complete within " +
-                        std::to_string(options_.deadline.count()) + " ms (pending " + std::to_string(age.count()) +
-                        " ms): ";
+  std::string message = deadline_head(options_, size(), op.op, op.call, " (pending " + std::to_string(age.count()) + " ms)");
   if (!missing.empty()) {
-    message += list_ranks(missing) + " did not arrive";
-    if (!present.empty()) message += " (" + list_ranks(present) + " waited)";
-    message += ". A rank is stalled, crashed or took another code path, or its GPU is lost";
+    message += missing_ranks(missing, present) + ". A rank is stalled, crashed or took another code path, or its GPU is lost";
   } else {
     message += "every rank enqueued it, but it is still running on rank " + std::to_string(stuck_rank) + "'s GPU " +
                std::to_string(members_[stuck_rank]->device) + ". A GPU may be lost or hung";
   }
-  return message + "; raise --comm-timeout if the ranks are just slow";
+  return message + "; " + kDeadlineAdvice;
 }
 
 bool NcclGroup::drain(milliseconds limit) {
