@@ -1,6 +1,6 @@
 // Tensor- and sequence-parallel H3 forward on in-process CPU ranks against the one-rank forward:
 // TP2, TP4, SP2, SP3 (uneven rows), TP2 x SP2 and SP4 on a small random model whose FFN width
-// splits unevenly; every rank returns the same outputs. Plus the shard rules, bad layouts and a
+// splits unevenly, and TP8, SP8, TP2 x SP4, TP4 x SP2 with 16 heads; every rank returns the same outputs. Plus the shard rules, bad layouts and a
 // stalled rank.
 #include <gtest/gtest.h>
 
@@ -155,6 +155,19 @@ TEST_F(H3Parallel, SequenceParallelMatchesOneRankWithUnevenRows) {
 TEST_F(H3Parallel, TensorTimesSequenceParallelMatchesOneRank) {
   expect_matches_reference(2, 2);
   expect_matches_reference(2, 3);
+}
+
+// The layouts of the 4- and 8-GPU scaling runs (issue 7) on 8 CPU ranks: 16 heads.
+class H3ParallelEightRanks : public H3Parallel {
+ protected:
+  H3ParallelEightRanks() { config_.num_attention_heads = 16; }
+};
+
+TEST_F(H3ParallelEightRanks, EveryEightRankLayoutMatchesOneRank) {
+  expect_matches_reference(8, 1);
+  expect_matches_reference(1, 8);  // 37 rows: 5 + 7 x 4
+  expect_matches_reference(2, 4);
+  expect_matches_reference(4, 2);
 }
 
 TEST_F(H3Parallel, RowSplitBiasesAreAddedOnce) {
