@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "apps/args.h"
+#include "apps/bench_streaming.h"
 #include "apps/commands.h"
 #include "planner/parallel_choice.h"
 #include "models/h3/flops.h"
@@ -78,7 +80,7 @@ int run_bench(const std::vector<std::string>& argv) {
   // `bench text` has its own options: hand it the whole argument list before parsing dit's.
   if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
-                                     "dump-outputs", "gpus", "parallel", "comm-timeout"},
+                                     "dump-outputs", "gpus", "parallel", "comm-timeout", "vram-per-gpu", "tier", "slots"},
                                     {"json", "profile"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
@@ -87,7 +89,10 @@ int run_bench(const std::vector<std::string>& argv) {
                                  "       orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
                                  "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 1] [--json] [--profile] "
                                  "[--dump-outputs PATH] [--gpus 1] [--parallel auto|tp|sp|tpxsp] [--comm-timeout 60]\n"
-                                 "  --gpus N: N GPUs from --device on on the same request, laid out by --parallel\n  --dump-outputs PATH: after the timed forwards, write the "
+                                 "[--vram-per-gpu GiB [--tier host|peer] [--slots 2]]\n"
+                                 "  --gpus N: N GPUs from --device on on the same request, laid out by --parallel\n"
+                                 "  --vram-per-gpu GiB: hold the weights the planner places for that cap; the other blocks stream\n"
+                                 "    from pinned host RAM (--tier host) or the next GPU (--tier peer) through --slots slots\n  --dump-outputs PATH: after the timed forwards, write the "
                                  "last forward's video/audio outputs (f32) with its inputs, layout and timesteps to "
                                  "the safetensors file PATH (for scripts/device/compare_h3_full.py)"));
   Expected<Canvas> canvas = canvas_for(args->get("res", "480p"));
@@ -147,8 +152,26 @@ int run_bench(const std::vector<std::string>& argv) {
                                    .comm_deadline = std::chrono::milliseconds(*comm_timeout * 1000), .fault = {}};
   std::unique_ptr<h3::gpu::H3GpuRunner> single;
   std::unique_ptr<h3::gpu::H3MultiGpu> multi;
+  std::optional<StreamingChoice> streaming;
+  h3::gpu::WeightStreaming weight_streaming;
+  if (args->has("vram-per-gpu")) {
+    Expected<double> cap = args->get_double("vram-per-gpu", 0.0);
+    Expected<int64_t> slots = args->get_int("slots", 2);
+    if (!cap) return fail(cap.status());
+    if (!slots) return fail(slots.status());
+    if (*gpus != 1) return fail(unsupported("--vram-per-gpu streams one GPU's weights; use it with --gpus 1"));
+    Expected<StreamingChoice> choice = plan_streaming(config, args->get("res", "480p"), *frames, *text_rows, *cap,
+                                                      args->get("tier", "host"), static_cast<int>(*slots));
+    if (!choice) return fail(choice.status());
+    streaming = *choice;
+    weight_streaming = {choice->streamed, choice->slots, choice->peer ? h3::gpu::WeightTier::kPeer : h3::gpu::WeightTier::kHost,
+                        static_cast<int>(*device) + 1};
+    std::fprintf(stderr, "[orochi] %d of %lld blocks stream from %s through %d slots (planned for %.1f GiB)\n",
+                 choice->count(), static_cast<long long>(*layers), choice->peer ? "the next GPU" : "pinned host RAM",
+                 choice->slots, *cap);
+  }
   if (*gpus == 1) {
-    auto runner = h3::gpu::H3GpuRunner::create(config, static_cast<int>(*device), size);
+    auto runner = h3::gpu::H3GpuRunner::create(config, static_cast<int>(*device), size, {}, weight_streaming);
     if (!runner) return fail(runner.status());
     single = std::move(*runner);
   } else {
@@ -203,8 +226,14 @@ int run_bench(const std::vector<std::string>& argv) {
   Expected<h3::H3Outputs> out = single ? single->outputs() : multi->outputs();
   if (!out) return fail(out.status());
   bool finite = true;
-  for (const Tensor* t : {&out->video, &out->audio})
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the outputs' bytes: equal runs, equal hash
+  for (const Tensor* t : {&out->video, &out->audio}) {
     for (int64_t i = 0; i < t->numel(); ++i) finite &= std::isfinite(t->data<float>()[i]);
+    const auto* bytes = static_cast<const unsigned char*>(t->raw_data());
+    for (size_t i = 0; i < t->nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  char hash_hex[17];
+  std::snprintf(hash_hex, sizeof hash_hex, "%016llx", static_cast<unsigned long long>(hash));
   if (args->has("dump-outputs")) {
     const std::map<std::string, std::string> metadata{
         {"format", "orochi-h3-forward-dump-v1"}, {"res", args->get("res", "480p")},
@@ -228,8 +257,17 @@ int run_bench(const std::vector<std::string>& argv) {
                    {"attention_pflop", flops.attention / 1e15}, {"ceiling_floor_s", floor_s},
                    {"fraction_of_ceiling", floor_s / median}, {"weights_gib", runner0.weight_bytes() / double(1 << 30)},
                    {"request_gib", runner0.request_bytes_peak() / double(1 << 30)}, {"gpu_used_gib", used_gib},
-                   {"out_finite", finite}, {"gpus", *gpus}, {"tp", parallel.tp}, {"sp", parallel.sp},
+                   {"out_finite", finite}, {"outputs_fnv1a", hash_hex}, {"gpus", *gpus}, {"tp", parallel.tp}, {"sp", parallel.sp},
                    {"layout_why", degrees->why}};
+  if (streaming) {
+    const weights::StreamStats* st = runner0.stream_stats();
+    j["streaming"] = {{"vram_per_gpu_gib", std::stod(args->get("vram-per-gpu", "0"))},
+                      {"tier", streaming->peer ? "peer" : "host"}, {"slots", streaming->slots},
+                      {"streamed_blocks", streaming->count()}, {"tier_gib", runner0.tier_bytes() / gib},
+                      {"staging_gib", runner0.staging_bytes() / gib},
+                      {"planned_denoiser_gib", streaming->planned_gpu_bytes / gib},
+                      {"copies", st ? st->copies() : 0}, {"copied_gib", st ? st->bytes() / gib : 0.0}};
+  }
   if (args->has("json")) {
     std::printf("%s\n", j.dump().c_str());
   } else {

@@ -88,7 +88,9 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
   for (WeightGroup& g : groups) {
     if (g.name == "adaln") g.tier = Tier::kStreamedOnce;
     // The embedders and heads are small and run outside the block loop: keep them resident.
-    if (g.name == "embedders" || g.name == "heads") g.streamable = false;
+    // The runtime streams transformer blocks only (one block image per staging slot); the
+    // refiner, the embedders and the heads stay resident.
+    if (g.name == "embedders" || g.name == "heads" || g.name == "refiner") g.streamable = false;
   }
   return groups;
 }

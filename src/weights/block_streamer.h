@@ -7,6 +7,11 @@
 // Protocol, per pass: begin_pass(), then for every block in order acquire(b) ... compute ...
 // release(b). Misuse (out of order, a slot still held, a block released twice) and copy failures
 // come back as a Status naming the block; nothing waits on something that cannot happen.
+//
+// Slots: with more streamed blocks than slots they rotate (each streamed block takes the next slot
+// in turn), so while block i is held the next K-1 streamed blocks copy; K = 1 serializes copy and
+// compute. When every streamed block has a slot of its own it stays there: copied in the
+// first pass only.
 #pragma once
 
 #include <cstdint>

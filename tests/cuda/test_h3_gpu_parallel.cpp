@@ -6,10 +6,9 @@
 
 #include "backends/cuda/device.h"
 #include "models/h3/cuda/gpu_parallel.h"
-#include "pipeline/packed_layout.h"
-#include "pipeline/random_inputs.h"
 #include "support/compare.h"
 #include "support/golden.h"
+#include "h3_narrow_model.h"
 
 namespace orochi {
 namespace {
@@ -18,43 +17,13 @@ using h3::gpu::H3GpuRunner;
 using h3::gpu::H3MultiGpu;
 using h3::gpu::MultiGpuLayout;
 using h3::gpu::RequestSize;
+using testing::narrow_config;
+using testing::narrow_request;
+using testing::Request;
 
 bool two_gpus() {
   auto devices = cuda::list_devices();
   return devices.has_value() && devices->size() >= 2;
-}
-
-// A narrow model with real head width: 8 heads of 128 (TP2 x SP2 would split them 2 x 2), an FFN
-// width that does not split evenly, 3 blocks.
-h3::H3Config narrow_config() {
-  h3::H3Config c;
-  c.num_attention_heads = 8;
-  c.hidden_size = 512;
-  c.ffn_dim = 1001;
-  c.num_layers = 3;
-  c.text_dim = 256;
-  c.time_embed_hidden_dim = 512;
-  c.time_embed_dim = 256;
-  return c;
-}
-
-struct Request {
-  h3::H3Inputs in;
-  Tensor timesteps;
-  RequestSize size;
-};
-
-// 5 latent frames of 6x10 video patches, audio and 37 text rows: S is odd.
-Request narrow_request(const h3::H3Config& c) {
-  pipeline::LayoutRequest lr{.text_rows = 37, .latent_frames = 5, .latent_height = 12, .latent_width = 20,
-                             .audio_latents = 21, .keyframes = {}};
-  const pipeline::PackedLayout layout = *pipeline::build_packed_layout(lr);
-  const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(layout, 0.3f, 0.4f);
-  Request r;
-  r.in = pipeline::random_h3_inputs(c, layout, ts, 5);
-  r.timesteps = ts.timesteps;
-  r.size = {r.in.rows(), r.in.text.dim(0), r.in.video.dim(0), r.in.audio.dim(0), r.timesteps.numel()};
-  return r;
 }
 
 h3::H3Outputs one_gpu(const h3::H3Config& c, const Request& r, uint64_t seed) {

@@ -37,6 +37,7 @@ class DeviceArena : public std::enable_shared_from_this<DeviceArena> {
   size_t mark() const { return used_; }
   void reset(size_t mark);
 
+  void* base() const { return base_; }  // the first byte (a fresh arena allocates from here)
   size_t capacity() const { return capacity_; }
   size_t used() const { return used_; }
   size_t available() const { return capacity_ - used_; }

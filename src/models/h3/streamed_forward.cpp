@@ -1,5 +1,6 @@
 #include "models/h3/streamed_forward.h"
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 
@@ -45,27 +46,29 @@ PackedBlockLayout packed_block_layout(const BlockWeights& b) {
 }
 
 Expected<std::vector<std::byte>> pack_block(const BlockWeights& b, const PackedBlockLayout& layout) {
-  std::vector<std::byte> bytes(layout.bytes);
-  size_t next = 0;
-  Status status;
+  std::vector<std::pair<std::string, const Tensor*>> present;  // in packing order, like the layout
   for_each_tensor(b, [&](const std::string& name, const Tensor& t) {
-    if (!status.is_ok() || !t.defined()) return;
-    if (next == layout.entries.size() || layout.entries[next].name != name) {
-      status = shape_mismatch(name + " is not in the packed block layout (blocks must all have the same tensors)");
-      return;
-    }
-    const PackedBlockLayout::Entry& e = layout.entries[next++];
-    if (t.shape() != e.shape || t.dtype() != e.dtype) {
-      status = shape_mismatch(name + " is " + t.describe() + " but the packed block layout has " +
-                              dtype_name(e.dtype) + shape_to_string(e.shape) + " (blocks must all have the same shapes)");
-      return;
-    }
+    if (t.defined()) present.emplace_back(name, &t);
+  });
+  auto has = [&](const std::string& name) {
+    return std::any_of(present.begin(), present.end(), [&](const auto& p) { return p.first == name; });
+  };
+  for (const PackedBlockLayout::Entry& e : layout.entries)
+    if (!has(e.name)) return shape_mismatch(e.name + " is missing (blocks must all have the same tensors)");
+  if (present.size() != layout.entries.size())
+    for (const auto& [name, t] : present)
+      if (std::none_of(layout.entries.begin(), layout.entries.end(), [&](const auto& e) { return e.name == name; }))
+        return shape_mismatch(name + " is not in the packed block layout (blocks must all have the same tensors)");
+  std::vector<std::byte> bytes(layout.bytes);
+  for (size_t i = 0; i < present.size(); ++i) {
+    const PackedBlockLayout::Entry& e = layout.entries[i];
+    const Tensor& t = *present[i].second;
+    if (t.shape() != e.shape || t.dtype() != e.dtype)
+      return shape_mismatch(e.name + " is " + t.describe() + " but the packed block layout has " +
+                            dtype_name(e.dtype) + shape_to_string(e.shape) + " (blocks must all have the same shapes)");
     const Tensor dense = t.contiguous();
     std::memcpy(bytes.data() + e.offset, dense.raw_data(), dense.nbytes());
-  });
-  if (!status.is_ok()) return status;
-  if (next != layout.entries.size())
-    return shape_mismatch(layout.entries[next].name + " is missing (blocks must all have the same tensors)");
+  }
   return bytes;
 }
 

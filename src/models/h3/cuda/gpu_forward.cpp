@@ -243,9 +243,8 @@ Status H3GpuRunner::refiner_block(const GpuBlock& b, const Tensor& t) {
   return launched(cuda::kernels::launch_add(ptr<bf16>(t), ptr<const bf16>(o2), L * H, stream_), "add");
 }
 
-Status H3GpuRunner::transformer_block(size_t index) {
+Status H3GpuRunner::transformer_block(size_t index, const GpuBlock& b) {
   RequestBuffers& B = *buf_;
-  const GpuBlock& b = weights_.blocks[index];
   const int64_t R = B.h.dim(0), H = config_.hidden_size, W = 6 * H;
   const float eps = static_cast<float>(config_.norm_eps);
   const bf16* table = ptr<const bf16>(B.tables) + static_cast<int64_t>(index) * B.n_t * kModalities * W;
@@ -303,7 +302,16 @@ Status H3GpuRunner::forward() {
   OROCHI_RETURN_IF_ERROR(embed(weights_.proj_in, B.video_in, B.video_dst, nv, "embed video"));
   OROCHI_RETURN_IF_ERROR(embed(weights_.audio_proj_in, B.audio_in, B.audio_dst, na, "embed audio"));
   // 3. The blocks.
-  for (size_t i = 0; i < weights_.blocks.size(); ++i) OROCHI_RETURN_IF_ERROR(transformer_block(i));
+  // A streamed block's weights are in a staging slot by the time the compute stream reaches it.
+  if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->begin_pass());
+  for (size_t i = 0; i < weights_.blocks.size(); ++i) {
+    int slot = -1;
+    if (streamer_) {
+      OROCHI_ASSIGN_OR_RETURN(slot, streamer_->acquire(static_cast<int>(i)));
+    }
+    OROCHI_RETURN_IF_ERROR(transformer_block(i, slot < 0 ? weights_.blocks[i] : slot_blocks_[slot]));
+    if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->release(static_cast<int>(i)));
+  }
   // 4. Output norm modulated per timestep, then each head on its own rows in f32.
   const bf16* ft = ptr<const bf16>(B.final_table);
   const ModulationRows out_mod{ft, 2 * H, ft + H, 2 * H, ptr<const int64_t>(B.ts_idx)};

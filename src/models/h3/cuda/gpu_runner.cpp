@@ -26,10 +26,21 @@ Tensor host_range(const Tensor& t, const dist::Range& r) { return t.contiguous()
 
 }  // namespace
 
+bool WeightStreaming::any() const {
+  for (bool s : streamed)
+    if (s) return true;
+  return false;
+}
+
 Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& config, int device, const RequestSize& max,
-                                                           const ParallelRank& rank) {
+                                                           const ParallelRank& rank, const WeightStreaming& streaming) {
   OROCHI_RETURN_IF_ERROR(check_parallel_layout(config, rank.tp_size, rank.sp_size));
+  if (!streaming.streamed.empty() && static_cast<int64_t>(streaming.streamed.size()) != config.num_layers)
+    return invalid_argument("the streaming plan covers " + std::to_string(streaming.streamed.size()) + " blocks, the model has " +
+                            std::to_string(config.num_layers));
+  if (streaming.any() && streaming.slots < 1) return invalid_argument("weight streaming needs at least one staging slot");
   std::unique_ptr<H3GpuRunner> r(new H3GpuRunner());
+  r->streaming_ = streaming;
   r->config_ = config;
   r->max_ = max;
   r->rank_ = rank;
@@ -58,8 +69,15 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, r->attention_->workspace_bytes(max.text_rows, d.heads, d.head_dim));
   attn_ws = std::max(attn_ws, attn_ws_text);
   const TpShare share = tp_share(config, rank.tp_rank, rank.tp_size);
-  OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share) + (1 << 20),
+  OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share, streaming.streamed) + (1 << 20),
                                                                       "H3 weights"));
+  if (streaming.any()) {
+    // K block images side by side: slot k starts k images in (each image is 256-byte aligned).
+    const size_t image = block_image_bytes(config, share);
+    OROCHI_ASSIGN_OR_RETURN(r->staging_arena_, cuda::DeviceArena::create(device, image * streaming.slots, "H3 weight staging"));
+    OROCHI_ASSIGN_OR_RETURN(r->tier_, GpuBlockTier::create(device, streaming.tier, streaming.peer_device, streaming.streamed,
+                                                           image, r->staging_arena_->base(), streaming.slots, r->stream_));
+  }
   OROCHI_ASSIGN_OR_RETURN(r->request_arena_, cuda::DeviceArena::create(device, request_arena_bytes(config, max, attn_ws, rank),
                                                                        "H3 request"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, r->request_arena_->allocate(attn_ws));
@@ -83,6 +101,9 @@ Status H3GpuRunner::set_groups(dist::Comm* tp, dist::Comm* sp) {
 }
 
 H3GpuRunner::~H3GpuRunner() {
+  if (streamer_) (void)streamer_->finish();
+  streamer_.reset();
+  tier_.reset();
   buf_.reset();
   attention_.reset();
   gemm_.reset();
@@ -93,20 +114,49 @@ H3GpuRunner::~H3GpuRunner() {
 }
 
 size_t H3GpuRunner::weight_bytes() const { return weight_arena_->used(); }
+size_t H3GpuRunner::staging_bytes() const { return staging_arena_ ? staging_arena_->capacity() : 0; }
+size_t H3GpuRunner::tier_bytes() const { return tier_ ? tier_->tier_bytes() : 0; }
+
+StreamedBlocks H3GpuRunner::streamed_blocks() {
+  if (!streaming_.any()) return {};
+  return {streaming_.streamed, staging_arena_.get(), [this](int64_t block, const void* image, size_t bytes) {
+            return tier_->store(block, image, bytes, stream_);
+          }};
+}
+
+Status H3GpuRunner::start_streaming() {
+  if (!streaming_.any()) return Status::ok();
+  staging_arena_->reset(0);
+  slot_blocks_.clear();
+  const TpShare share = tp_share(config_, rank_.tp_rank, rank_.tp_size);
+  for (int k = 0; k < streaming_.slots; ++k) {
+    OROCHI_ASSIGN_OR_RETURN(GpuBlock b, allocate_block(config_, share, *staging_arena_));
+    slot_blocks_.push_back(std::move(b));
+  }
+  OROCHI_ASSIGN_OR_RETURN(weights::BlockStreamer s, weights::BlockStreamer::create(streaming_.streamed, streaming_.slots, *tier_));
+  streamer_.emplace(std::move(s));
+  return Status::ok();
+}
 size_t H3GpuRunner::request_bytes_peak() const { return request_arena_->peak(); }
 
 Status H3GpuRunner::init_random_weights(uint64_t seed) {
+  const StreamedBlocks streamed = streamed_blocks();
   OROCHI_ASSIGN_OR_RETURN(weights_, random_gpu_weights(config_, *weight_arena_, seed, stream_,
-                                                       tp_share(config_, rank_.tp_rank, rank_.tp_size)));
+                                                       tp_share(config_, rank_.tp_rank, rank_.tp_size),
+                                                       streaming_.any() ? &streamed : nullptr));
   adaln_ = random_adaln_source(config_, seed, stream_);
-  return synchronize();
+  OROCHI_RETURN_IF_ERROR(synchronize());
+  return start_streaming();
 }
 
 Status H3GpuRunner::upload_weights(const H3Weights& host) {
+  const StreamedBlocks streamed = streamed_blocks();
   OROCHI_ASSIGN_OR_RETURN(weights_, upload_gpu_weights(host, *weight_arena_, stream_,
-                                                       tp_share(config_, rank_.tp_rank, rank_.tp_size)));
+                                                       tp_share(config_, rank_.tp_rank, rank_.tp_size),
+                                                       streaming_.any() ? &streamed : nullptr));
   adaln_ = host_adaln_source(host, stream_);
-  return synchronize();
+  OROCHI_RETURN_IF_ERROR(synchronize());
+  return start_streaming();
 }
 
 Status H3GpuRunner::synchronize() {

@@ -19,15 +19,19 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "dist/comm.h"
+#include "models/h3/cuda/gpu_block_stream.h"
 #include "models/h3/cuda/gpu_request.h"
 #include "models/h3/cuda/gpu_weights.h"
 #include "models/h3/cuda/stage_timer.h"
 #include "models/h3/transformer.h"
+#include "weights/block_streamer.h"
 
 namespace orochi::h3::gpu {
 
@@ -42,10 +46,20 @@ struct RankOutputs {
 Expected<H3Outputs> merge_rank_outputs(const std::vector<RankOutputs>& ranks, const H3Config& config,
                                        const RequestSize& size);
 
+// Transformer blocks whose weights are not resident: they live in a tier (pinned host RAM or a peer
+// GPU) and come through `slots` staging slots just in time (gpu_block_stream.h).
+struct WeightStreaming {
+  std::vector<bool> streamed;  // per transformer block; empty: every block resident
+  int slots = 2;
+  WeightTier tier = WeightTier::kHost;
+  int peer_device = -1;        // the GPU holding them, for WeightTier::kPeer
+  bool any() const;
+};
+
 class H3GpuRunner {
  public:
   static Expected<std::unique_ptr<H3GpuRunner>> create(const H3Config& config, int device, const RequestSize& max,
-                                                       const ParallelRank& rank = {});
+                                                       const ParallelRank& rank = {}, const WeightStreaming& streaming = {});
   // This rank's members of its TP and SP groups (null for a size-1 group); before the weights.
   Status set_groups(dist::Comm* tp, dist::Comm* sp);
   ~H3GpuRunner();
@@ -75,6 +89,9 @@ class H3GpuRunner {
   StageTimer& comm_timer() { return comm_timer_; }  // the collectives, on comm_stream()
   size_t weight_bytes() const;
   size_t request_bytes_peak() const;
+  size_t staging_bytes() const;    // the staging slots (0 when nothing streams)
+  size_t tier_bytes() const;       // streamed weights held in the tier (host RAM or the peer GPU)
+  const weights::StreamStats* stream_stats() const { return streamer_ ? &streamer_->stats() : nullptr; }
 
  private:
   H3GpuRunner() = default;
@@ -95,7 +112,10 @@ class H3GpuRunner {
   Status compute_after_comm();
   Status compute_waits(cudaEvent_t comm_event);
   Status refiner_block(const GpuBlock& b, const Tensor& t);
-  Status transformer_block(size_t index);
+  Status transformer_block(size_t index, const GpuBlock& b);
+  // After the weights: the slots' views, and the streamer over them.
+  Status start_streaming();
+  StreamedBlocks streamed_blocks();
 
   H3Config config_;
   RequestSize max_;
@@ -110,6 +130,11 @@ class H3GpuRunner {
   std::unique_ptr<cuda::CudnnAttention> attention_;
   GpuWeights weights_;
   AdalnSource adaln_;
+  WeightStreaming streaming_;
+  std::shared_ptr<cuda::DeviceArena> staging_arena_;
+  std::unique_ptr<GpuBlockTier> tier_;
+  std::vector<GpuBlock> slot_blocks_;
+  std::optional<weights::BlockStreamer> streamer_;
   std::unique_ptr<RequestBuffers> buf_;
   size_t request_mark_ = 0;
   StageTimer timer_, comm_timer_;

@@ -23,50 +23,76 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+GpuLinear linear_from(const std::map<std::string, Tensor>& t, const std::string& p, bool bias) {
+  GpuLinear l{t.at(p + ".weight"), {}};
+  if (bias) l.bias = t.at(p + ".bias");
+  return l;
+}
+
+GpuBlock block_from(const std::map<std::string, Tensor>& t, const std::string& p) {
+  GpuBlock b;
+  b.norm1 = t.at(p + "norm1.weight");
+  b.norm2 = t.at(p + "norm2.weight");
+  b.norm_q = t.at(p + "attn.norm_q.weight");
+  b.norm_k = t.at(p + "attn.norm_k.weight");
+  b.to_q = linear_from(t, p + "attn.to_q", false);
+  b.to_k = linear_from(t, p + "attn.to_k", false);
+  b.to_v = linear_from(t, p + "attn.to_v", false);
+  b.to_out = linear_from(t, p + "attn.to_out.0", false);
+  b.ff_in = linear_from(t, p + "ff.net.0.proj", false);
+  b.ff_out = linear_from(t, p + "ff.net.2", false);
+  return b;
+}
+
+// The transformer block a parameter belongs to, or -1.
+int64_t block_of(const std::string& name) {
+  static const std::string prefix = "transformer_blocks.";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  return std::stoll(name.substr(prefix.size()));
+}
+
 // Builds GpuWeights by asking `make` for each resident parameter (diffusers name, whole shape,
-// dtype, the TP rank's slice of it).
-using MakeParameter = std::function<Expected<Tensor>(const ParamSpec&, DType, const TpSlice&)>;
-Expected<GpuWeights> assemble(const H3Config& c, const TpShare& share, const MakeParameter& make) {
+// dtype, the TP rank's slice of it, the arena to put it in). A streamed block's parameters go to
+// the staging slot, which is handed to `streamed->store` once the block is complete.
+using MakeParameter = std::function<Expected<Tensor>(const ParamSpec&, DType, const TpSlice&, cuda::DeviceArena&)>;
+Expected<GpuWeights> assemble(const H3Config& c, const TpShare& share, cuda::DeviceArena& arena, const MakeParameter& make,
+                              const StreamedBlocks* streamed) {
   std::map<std::string, Tensor> t;
+  int64_t in_slot = -1;  // the streamed block being built in the staging slot
+  auto flush = [&]() -> Status {
+    if (in_slot < 0) return Status::ok();
+    OROCHI_RETURN_IF_ERROR(streamed->store(in_slot, streamed->staging->base(), streamed->staging->used()));
+    streamed->staging->reset(0);
+    in_slot = -1;
+    return Status::ok();
+  };
   for (const ParamSpec& spec : h3_parameters(c)) {
     if (is_adaln(spec.name)) continue;
+    const int64_t block = block_of(spec.name);
+    const bool stream = streamed && block >= 0 && streamed->streamed.at(block);
+    if (block != in_slot) OROCHI_RETURN_IF_ERROR(flush());
+    if (stream) in_slot = block;
     OROCHI_ASSIGN_OR_RETURN(Tensor d, make(spec, is_f32_island(spec.name) ? DType::kF32 : DType::kBF16,
-                                           tp_slice_of(spec.name, c, share)));
-    t.emplace(spec.name, std::move(d));
+                                           tp_slice_of(spec.name, c, share), stream ? *streamed->staging : arena));
+    if (!stream) t.emplace(spec.name, std::move(d));
   }
-  auto lin = [&](const std::string& p, bool bias) {
-    GpuLinear l{t.at(p + ".weight"), {}};
-    if (bias) l.bias = t.at(p + ".bias");
-    return l;
-  };
-  auto block = [&](const std::string& p) {
-    GpuBlock b;
-    b.norm1 = t.at(p + "norm1.weight");
-    b.norm2 = t.at(p + "norm2.weight");
-    b.norm_q = t.at(p + "attn.norm_q.weight");
-    b.norm_k = t.at(p + "attn.norm_k.weight");
-    b.to_q = lin(p + "attn.to_q", false);
-    b.to_k = lin(p + "attn.to_k", false);
-    b.to_v = lin(p + "attn.to_v", false);
-    b.to_out = lin(p + "attn.to_out.0", false);
-    b.ff_in = lin(p + "ff.net.0.proj", false);
-    b.ff_out = lin(p + "ff.net.2", false);
-    return b;
-  };
+  OROCHI_RETURN_IF_ERROR(flush());
   GpuWeights w;
   w.config = c;
-  w.proj_in = lin("proj_in", true);
-  w.audio_proj_in = lin("audio_proj_in", true);
-  w.context_embedder = lin("context_embedder", true);
-  w.time_linear_1 = lin("time_embedder.linear_1", true);
-  w.time_linear_2 = lin("time_embedder.linear_2", true);
+  w.proj_in = linear_from(t, "proj_in", true);
+  w.audio_proj_in = linear_from(t, "audio_proj_in", true);
+  w.context_embedder = linear_from(t, "context_embedder", true);
+  w.time_linear_1 = linear_from(t, "time_embedder.linear_1", true);
+  w.time_linear_2 = linear_from(t, "time_embedder.linear_2", true);
   for (int64_t i = 0; i < c.num_refiner_layers; ++i)
-    w.refiner.push_back(block("token_refiner.refiner_blocks." + std::to_string(i) + "."));
+    w.refiner.push_back(block_from(t, "token_refiner.refiner_blocks." + std::to_string(i) + "."));
   w.refiner_final_norm = t.at("token_refiner.final_norm.weight");
-  for (int64_t i = 0; i < c.num_layers; ++i) w.blocks.push_back(block("transformer_blocks." + std::to_string(i) + "."));
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    w.blocks.push_back(streamed && streamed->streamed.at(i) ? GpuBlock{}
+                                                            : block_from(t, "transformer_blocks." + std::to_string(i) + "."));
   w.norm_out = t.at("norm_out.norm.weight");
-  w.proj_out = lin("proj_out", true);
-  w.audio_proj_out = lin("audio_proj_out", true);
+  w.proj_out = linear_from(t, "proj_out", true);
+  w.audio_proj_out = linear_from(t, "audio_proj_out", true);
   return w;
 }
 
@@ -114,18 +140,39 @@ Status copy_tp_slice(const Tensor& whole, const Tensor& local, const TpSlice& s,
 
 }  // namespace
 
-size_t resident_weight_bytes(const H3Config& c, const TpShare& share) {
+size_t resident_weight_bytes(const H3Config& c, const TpShare& share, const std::vector<bool>& streamed) {
   size_t bytes = 0;
   for (const ParamSpec& spec : h3_parameters(c)) {
-    if (is_adaln(spec.name)) continue;
+    const int64_t block = block_of(spec.name);
+    if (is_adaln(spec.name) || (block >= 0 && !streamed.empty() && streamed.at(block))) continue;
     const size_t n = static_cast<size_t>(shape_numel(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share))));
     bytes += (n * (is_f32_island(spec.name) ? 4 : 2) + 255) / 256 * 256;
   }
   return bytes;
 }
 
+size_t block_image_bytes(const H3Config& c, const TpShare& share) {
+  size_t bytes = 0;
+  for (const ParamSpec& spec : h3_parameters(c))
+    if (block_of(spec.name) == 0 && !is_adaln(spec.name)) {
+      const size_t n = static_cast<size_t>(shape_numel(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share))));
+      bytes += (n * 2 + 255) / 256 * 256;
+    }
+  return bytes;
+}
+
+Expected<GpuBlock> allocate_block(const H3Config& c, const TpShare& share, cuda::DeviceArena& arena) {
+  std::map<std::string, Tensor> t;
+  for (const ParamSpec& spec : h3_parameters(c)) {
+    if (block_of(spec.name) != 0 || is_adaln(spec.name)) continue;
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share)), DType::kBF16));
+    t.emplace(spec.name, std::move(d));
+  }
+  return block_from(t, "transformer_blocks.0.");
+}
+
 Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& arena, uint64_t seed, cudaStream_t stream,
-                                        const TpShare& share) {
+                                        const TpShare& share, const StreamedBlocks* streamed) {
   std::map<std::string, uint64_t> stream_of;
   uint64_t index = 0;
   size_t largest_split = 0;
@@ -141,8 +188,8 @@ Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& ar
     OROCHI_ASSIGN_OR_RETURN(scratch, cuda::DeviceArena::create(device, largest_split + cuda::DeviceArena::kAlignment,
                                                                "H3 weight slicing scratch"));
   }
-  OROCHI_ASSIGN_OR_RETURN(GpuWeights w, assemble(c, share, [&](const ParamSpec& spec, DType dtype, const TpSlice& slice) -> Expected<Tensor> {
-    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(tp_local_shape(spec.shape, slice), dtype));
+  auto make = [&](const ParamSpec& spec, DType dtype, const TpSlice& slice, cuda::DeviceArena& into) -> Expected<Tensor> {
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, into.tensor(tp_local_shape(spec.shape, slice), dtype));
     const RandomInit init = random_init(spec.name);
     const float scale = init.mean == 0.0f && !ends_with(spec.name, ".bias") ? fan_in_scale(spec) : 1.0f;
     const uint64_t id = stream_of.at(spec.name);
@@ -158,8 +205,8 @@ Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& ar
     OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamSynchronize(stream), "slicing a weight"));
     scratch->reset(mark);
     return d;
-  }));
-  return w;
+  };
+  return assemble(c, share, arena, make, streamed);
 }
 
 AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t stream) {
@@ -175,7 +222,7 @@ AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t s
 }
 
 Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream,
-                                        const TpShare& share) {
+                                        const TpShare& share, const StreamedBlocks* streamed) {
   // Index the host tensors by name once, through the same assembler the loader uses.
   std::map<std::string, Tensor> by_name;
   auto record = [&](const std::string& p, const LinearWeights& l) {
@@ -207,9 +254,10 @@ Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena
   by_name["norm_out.norm.weight"] = host.norm_out;
   record("proj_out", host.proj_out);
   record("audio_proj_out", host.audio_proj_out);
-  return assemble(host.config, share, [&](const ParamSpec& spec, DType dtype, const TpSlice& slice) -> Expected<Tensor> {
-    return cuda::upload(tp_slice_host(by_name.at(spec.name), slice), arena, dtype, stream);
-  });
+  auto make = [&](const ParamSpec& spec, DType dtype, const TpSlice& slice, cuda::DeviceArena& into) -> Expected<Tensor> {
+    return cuda::upload(tp_slice_host(by_name.at(spec.name), slice), into, dtype, stream);
+  };
+  return assemble(host.config, share, arena, make, streamed);
 }
 
 AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream) {

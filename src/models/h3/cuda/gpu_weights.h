@@ -42,8 +42,22 @@ struct GpuWeights {
 // whole model is tp_share(config, 0, 1).
 inline TpShare whole_model(const H3Config& config) { return tp_share(config, 0, 1); }
 
-// Bytes the resident weights (of one TP share) take on the GPU (no AdaLN), for the weight arena.
-size_t resident_weight_bytes(const H3Config& config, const TpShare& share);
+// Transformer blocks whose weights are not resident but streamed (gpu_block_stream.h): the weight
+// builders put each such block in `staging` from its start, then call `store(block, image,
+// bytes)` before the next block overwrites it; their GpuWeights::blocks entries stay empty.
+struct StreamedBlocks {
+  std::vector<bool> streamed;  // per transformer block
+  cuda::DeviceArena* staging = nullptr;
+  std::function<Status(int64_t block, const void* image, size_t bytes)> store;
+};
+
+// Bytes the resident weights (of one TP share) take on the GPU (no AdaLN, no streamed block), for
+// the weight arena.
+size_t resident_weight_bytes(const H3Config& config, const TpShare& share, const std::vector<bool>& streamed = {});
+// Bytes of one transformer block's weights laid out as in a staging slot (its "image").
+size_t block_image_bytes(const H3Config& config, const TpShare& share);
+// One block's tensors allocated in `arena` in the image's layout: a staging slot's view.
+Expected<GpuBlock> allocate_block(const H3Config& config, const TpShare& share, cuda::DeviceArena& arena);
 
 // Writes one AdaLN projection (block index, or -1 for norm_out.linear) as bf16 into `weight`
 // [out, time_embed_dim] and `bias` [out]: from a checkpoint, or generated.
@@ -54,12 +68,13 @@ using AdalnSource = std::function<Status(int64_t block, const Tensor& weight, co
 // matrices N(0, 0.8 / sqrt(fan_in)) so activations stay finite through 50 blocks.
 // A TP share draws the whole tensor and keeps its slice, so every layout holds the same model.
 Expected<GpuWeights> random_gpu_weights(const H3Config& config, cuda::DeviceArena& arena, uint64_t seed,
-                                        cudaStream_t stream, const TpShare& share);
+                                        cudaStream_t stream, const TpShare& share,
+                                        const StreamedBlocks* streamed = nullptr);
 AdalnSource random_adaln_source(const H3Config& config, uint64_t seed, cudaStream_t stream);
 
 // Uploads host weights (f32) into the arena, rounding bf16 parts to nearest even.
 Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream,
-                                        const TpShare& share);
+                                        const TpShare& share, const StreamedBlocks* streamed = nullptr);
 AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream);
 
 }  // namespace orochi::h3::gpu

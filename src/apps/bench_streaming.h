@@ -1,0 +1,28 @@
+// `orochi bench dit --vram-per-gpu GiB [--tier host|peer] [--slots K]`: which transformer blocks
+// stream, as the memory planner places them for that cap (planner/tier_placement.h: the first
+// blocks stay resident, the later ones come from pinned host RAM or the next GPU), and the plan's
+// denoiser-phase bytes to hold the run's measured peak against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/h3/config.h"
+
+namespace orochi::apps {
+
+struct StreamingChoice {
+  std::vector<bool> streamed;  // per transformer block
+  bool peer = false;           // the tier: the next GPU, else pinned host RAM
+  int slots = 2;
+  uint64_t planned_gpu_bytes = 0;  // the denoiser phase on the computing GPU
+  int count() const;
+};
+
+// `canvas` is "WxH"; `text_rows` and `frames` as the bench request.
+Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
+                                         int64_t text_rows, double vram_gib, const std::string& tier, int slots);
+
+}  // namespace orochi::apps
