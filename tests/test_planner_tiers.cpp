@@ -1,6 +1,8 @@
 // Weight tiers under a VRAM cap, parallel layouts, the capacity table, and the refusals a user sees.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "planner/h3_denoiser_memory.h"
 #include "planner/plan_memory.h"
 #include "planner/tier_placement.h"
@@ -85,6 +87,28 @@ TEST(PlannerTiers, A24GiBGpuStreamsMostBlocksFromHostAndKeepsActivations) {
   // The text encoder streams as well; the decoders stay resident.
   EXPECT_GT(count_tier(capped.phases[0], Tier::kHost, "layer "), 25);
   EXPECT_EQ(count_tier(capped.phases[2], Tier::kHost, ""), 0);
+}
+
+TEST(PlannerTiers, TheRunTakesTheDenoiserBlocksThePlanStreams) {
+  PlanInput in = base(24);
+  in.models.text_layers = 0;  // features given: no text-encoder phase to stream
+  const MemoryPlan capped = plan_of(in);
+  Expected<std::vector<bool>> streamed = streamed_denoiser_blocks(capped, in.models.transformer.num_layers);
+  ASSERT_TRUE(streamed.has_value()) << streamed.status().to_string();
+  ASSERT_EQ(streamed->size(), 50u);
+  const int count = static_cast<int>(std::count(streamed->begin(), streamed->end(), true));
+  EXPECT_EQ(count, count_tier(capped.phases[1], Tier::kHost));
+  EXPECT_FALSE(streamed->front());  // the first blocks stay, the last stream
+  EXPECT_TRUE(streamed->back());
+  const MemoryPlan roomy = plan_of(base(139));
+  Expected<std::vector<bool>> none = streamed_denoiser_blocks(roomy, 50);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(std::count(none->begin(), none->end(), true), 0);
+  // With a prompt the text encoder would stream too, which the runtime does not do yet.
+  Expected<std::vector<bool>> with_prompt = streamed_denoiser_blocks(plan_of(base(24)), 50);
+  ASSERT_FALSE(with_prompt.has_value());
+  EXPECT_NE(with_prompt.status().message().find("text encoder phase"), std::string::npos)
+      << with_prompt.status().message();
 }
 
 TEST(PlannerTiers, ASecondGpuStoresWeightsForTheFirst) {

@@ -35,15 +35,10 @@ Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::
   StreamingChoice c;
   c.peer = tier == "peer";
   c.slots = slots;
-  c.streamed.assign(static_cast<size_t>(config.num_layers), false);
-  for (const planner::PhasePlan& phase : plan.phases) {
-    if (phase.name != "denoiser") continue;
-    if (!phase.gpus.empty()) c.planned_gpu_bytes = phase.gpus[0].total();
-    for (const planner::WeightGroup& g : phase.groups)
-      if (g.name.rfind("block ", 0) == 0 && (g.tier == planner::Tier::kPeer || g.tier == planner::Tier::kHost))
-        c.streamed.at(std::stoul(g.name.substr(6))) = true;
-  }
+  for (const planner::PhasePlan& phase : plan.phases)
+    if (phase.name == "denoiser" && !phase.gpus.empty()) c.planned_gpu_bytes = phase.gpus[0].total();
   OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
+  OROCHI_ASSIGN_OR_RETURN(c.streamed, planner::streamed_denoiser_blocks(plan, config.num_layers));
   return c;
 }
 

@@ -1,12 +1,13 @@
 // `orochi generate [MODEL_DIR] [options]`: a MiniMax-H3 t2va run that writes an MP4 with its
 // soundtrack and a stage report next to it. Without MODEL_DIR it runs the built-in tiny demo model
 // (random weights) on the CPU, so a first-time user gets a file without a checkpoint.
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
-#include <cstdio>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -59,7 +60,7 @@ Expected<Tensor> encode_prompt(const GenerateOptions& o, const h3::H3Config& tra
 
 // A GPU run is planned from the configs before any weight is read (planner/), against the GPU's
 // memory as the driver reports it, and refused with the plan's numbers when it cannot fit. The
-// runtime keeps every weight resident, so the plan may not use the peer or host tiers.
+// denoiser blocks the plan puts in pinned host RAM stream from there at run time.
 // Without a prompt the text-encoder phase does not run (0 layers planned); a folder without
 // text_encoder/ then has no full set of configs to plan from, and the run goes unplanned.
 Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const GenerateOptions& o) {
@@ -74,8 +75,10 @@ Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const GenerateOptions&
   in.request.text_rows = o.text_rows;  // an estimate for a prompt or a features file
   in.request.steps = o.steps;
   OROCHI_ASSIGN_OR_RETURN(in.gpus.vram_bytes, gpu_memory_total(o.gpu_index()));
+  // One GPU may stream denoiser blocks from pinned host RAM when they do not all fit (the runtime's
+  // weight streamer); several GPUs split the weights instead.
   in.tiers.peer = false;
-  in.tiers.host = false;
+  in.tiers.host = o.gpus == 1;
   OROCHI_ASSIGN_OR_RETURN(planner::MemoryPlan plan, planner::plan_memory(in));
   // Several GPUs split the denoiser (its phase needs less per GPU than this one-GPU plan says);
   // the one-GPU figures then only feed --parallel auto's choice.
@@ -89,7 +92,16 @@ Expected<GpuPlacement> place_on_gpus(const GenerateOptions& o, const h3::H3Confi
   GpuPlacement p;
   p.device = o.gpu_index();
   p.comm_timeout_s = o.comm_timeout_s;
-  if (o.gpus == 1) return p;
+  if (o.gpus == 1) {
+    if (!plan) return p;
+    OROCHI_ASSIGN_OR_RETURN(p.streamed, planner::streamed_denoiser_blocks(*plan, config.num_layers));
+    p.slots = plan->input.tiers.staging_slots;
+    const auto count = std::count(p.streamed.begin(), p.streamed.end(), true);
+    if (count > 0 && !o.quiet)
+      std::fprintf(stderr, "orochi generate: %lld of %lld denoiser blocks stream from pinned host RAM (the plan)\n",
+                   static_cast<long long>(count), static_cast<long long>(config.num_layers));
+    return p;
+  }
   constexpr double kGiB = 1 << 30;
   OROCHI_ASSIGN_OR_RETURN(const uint64_t vram, gpu_memory_total(o.gpu_index()));
   double weights = 0, request = 0;

@@ -86,7 +86,9 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
   for (int i = 0; i < placement.tp * placement.sp; ++i) devices.push_back(device + i);
   const h3::gpu::MultiGpuLayout layout{.tp = placement.tp, .sp = placement.sp,
                                        .comm_deadline = std::chrono::seconds(placement.comm_timeout_s)};
-  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, devices, layout, request_size(plan)));
+  const h3::gpu::WeightStreaming streaming{placement.streamed, placement.slots, h3::gpu::WeightTier::kHost, -1};
+  OROCHI_ASSIGN_OR_RETURN(auto denoiser,
+                          h3::gpu::GpuDenoiser::create(transformer, devices, layout, request_size(plan), streaming));
   OROCHI_RETURN_IF_ERROR(fill_denoiser(*denoiser));
   g.device_name = denoiser->device_name();
   g.denoiser = std::move(denoiser);

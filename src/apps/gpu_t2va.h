@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "models/h3/denoiser.h"
@@ -23,6 +24,8 @@ struct GpuPlacement {
   int device = 0;
   int tp = 1, sp = 1;
   int64_t comm_timeout_s = 60;
+  std::vector<bool> streamed;  // denoiser blocks the plan streams from pinned host RAM (one GPU)
+  int slots = 2;
 };
 
 struct GpuT2va {

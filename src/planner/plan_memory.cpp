@@ -157,4 +157,22 @@ Status check_fits(const MemoryPlan& plan) {
   return invalid_argument(message);
 }
 
+Expected<std::vector<bool>> streamed_denoiser_blocks(const MemoryPlan& plan, int64_t num_layers) {
+  std::vector<bool> streamed(static_cast<size_t>(num_layers), false);
+  for (const PhasePlan& phase : plan.phases)
+    for (const WeightGroup& g : phase.groups) {
+      if (g.tier != Tier::kPeer && g.tier != Tier::kHost) continue;
+      if (phase.name != "denoiser" || g.name.rfind("block ", 0) != 0)
+        return unsupported("the plan streams " + g.name + " of the " + phase.name +
+                           " phase, which does not stream at run time yet; use a GPU with more memory, more GPUs, "
+                           "or a shorter request (see `orochi plan`)");
+      const size_t block = std::stoul(g.name.substr(6));
+      if (block >= streamed.size())
+        return Status(ErrorCode::kInternal, "the plan streams " + g.name + " of a " + std::to_string(num_layers) +
+                                                "-block model");
+      streamed[block] = true;
+    }
+  return streamed;
+}
+
 }  // namespace orochi::planner

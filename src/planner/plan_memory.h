@@ -51,6 +51,11 @@ Expected<MemoryPlan> plan_memory(const PlanInput& input);
 // phase (weights 37.44, activations 7.07, ...) but has 24.00 GiB: 37.20 GiB short; to fit: ...".
 Status check_fits(const MemoryPlan& plan);
 
+// The denoiser phase's transformer blocks that the plan streams (peer or host tier), per block of
+// `num_layers`: what the GPU runner's weight streamer takes. Phases other than the denoiser do not
+// stream at run time yet: unsupported, with advice, when the plan streams any of their weights.
+Expected<std::vector<bool>> streamed_denoiser_blocks(const MemoryPlan& plan, int64_t num_layers);
+
 // Per-GPU margin for the CUDA context, library handles and fragmentation.
 uint64_t margin_bytes(uint64_t cap);
 

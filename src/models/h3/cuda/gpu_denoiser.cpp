@@ -9,10 +9,11 @@ Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& confi
 }
 
 Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, const std::vector<int>& devices,
-                                                           const MultiGpuLayout& layout, const RequestSize& max) {
+                                                           const MultiGpuLayout& layout, const RequestSize& max,
+                                                           const WeightStreaming& streaming) {
   std::unique_ptr<GpuDenoiser> d(new GpuDenoiser());
   d->config_ = config;
-  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, devices, layout, max));
+  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, devices, layout, max, streaming));
   cudaDeviceProp prop{};
   d->device_name_ = "cuda:" + std::to_string(devices.front());
   if (devices.size() > 1)

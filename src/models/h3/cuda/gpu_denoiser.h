@@ -19,7 +19,8 @@ class GpuDenoiser final : public Denoiser {
   static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, int device, const RequestSize& max);
   // devices.size() == layout.tp * layout.sp GPUs of this process.
   static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, const std::vector<int>& devices,
-                                                       const MultiGpuLayout& layout, const RequestSize& max);
+                                                       const MultiGpuLayout& layout, const RequestSize& max,
+                                                       const WeightStreaming& streaming = {});
 
   Status init_random_weights(uint64_t seed) { return gpus_->init_random_weights(seed); }
   Status upload_weights(const H3Weights& host) { return gpus_->upload_weights(host); }

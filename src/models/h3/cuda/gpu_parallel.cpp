@@ -19,8 +19,12 @@ ParallelRank rank_of(int world_rank, const MultiGpuLayout& l) {
 }  // namespace
 
 Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config, const std::vector<int>& devices,
-                                                         const MultiGpuLayout& layout, const RequestSize& max) {
+                                                         const MultiGpuLayout& layout, const RequestSize& max,
+                                                         const WeightStreaming& streaming) {
   const int world = layout.tp * layout.sp;
+  if (streaming.any() && world > 1)
+    return unsupported("streaming weights on several GPUs is not built yet: use fewer streamed blocks (a larger "
+                       "--vram-per-gpu), or tensor parallelism to fit the weights");
   OROCHI_RETURN_IF_ERROR(check_parallel_layout(config, layout.tp, layout.sp));
   if (static_cast<int>(devices.size()) != world)
     return invalid_argument("tp " + std::to_string(layout.tp) + " x sp " + std::to_string(layout.sp) + " needs " +
@@ -31,7 +35,7 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
   mg->layout_ = layout;
   mg->devices_ = devices;
   for (int w = 0; w < world; ++w) {
-    OROCHI_ASSIGN_OR_RETURN(auto runner, H3GpuRunner::create(config, devices[w], max, rank_of(w, layout)));
+    OROCHI_ASSIGN_OR_RETURN(auto runner, H3GpuRunner::create(config, devices[w], max, rank_of(w, layout), streaming));
     mg->runners_.push_back(std::move(runner));
   }
   // Groups: TP among the ranks of one SP index, SP among the ranks of one TP index.

@@ -32,8 +32,10 @@ struct MultiGpuLayout {
 
 class H3MultiGpu {
  public:
+  // `streaming`: transformer blocks streamed from a tier (one GPU only, for now).
   static Expected<std::unique_ptr<H3MultiGpu>> create(const H3Config& config, const std::vector<int>& devices,
-                                                      const MultiGpuLayout& layout, const RequestSize& max);
+                                                      const MultiGpuLayout& layout, const RequestSize& max,
+                                                      const WeightStreaming& streaming = {});
   ~H3MultiGpu();
 
   Status init_random_weights(uint64_t seed);
