@@ -82,7 +82,11 @@ Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const GenerateOptions&
   OROCHI_ASSIGN_OR_RETURN(planner::MemoryPlan plan, planner::plan_memory(in));
   // Several GPUs split the denoiser (its phase needs less per GPU than this one-GPU plan says);
   // the one-GPU figures then only feed --parallel auto's choice.
-  if (o.gpus == 1) OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
+  if (o.gpus == 1) {
+    OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
+    // Before any weight is read: only the denoiser's blocks can stream at run time.
+    OROCHI_RETURN_IF_ERROR(planner::streamed_denoiser_blocks(plan, in.models.transformer.num_layers).status());
+  }
   return std::optional<planner::MemoryPlan>(std::move(plan));
 }
 
