@@ -13,16 +13,9 @@ void notify(const H3Observer& observer, const std::string& name, const Tensor& t
 // Self-attention over all rows of x [S, H]; RoPE only when a table is given (not in the refiner).
 Tensor self_attention(const Tensor& x, const AttentionWeights& a, const H3Config& c, const cpu::RopeTable* rope) {
   const int64_t S = x.dim(0), heads = c.num_attention_heads, hd = c.attention_head_dim;
-  const float eps = static_cast<float>(c.qk_norm_eps);
-  Tensor q = cpu::rms_norm(apply_linear(x, a.to_q).view({S, heads, hd}), a.norm_q, eps);  // [S, h, d]
-  Tensor k = cpu::rms_norm(apply_linear(x, a.to_k).view({S, heads, hd}), a.norm_k, eps);
-  Tensor v = apply_linear(x, a.to_v).view({S, heads, hd});
-  if (rope) {
-    cpu::apply_rope(q, *rope);
-    cpu::apply_rope(k, *rope);
-  }
-  Tensor o = cpu::attention(q, k, v).view({S, heads * hd});  // [S, inner]
-  return apply_linear(o, a.to_out);                          // [S, H]
+  const Qkv qkv = project_qkv(x, a, heads, c, rope);
+  Tensor o = cpu::attention(qkv.q, qkv.k, qkv.v).view({S, heads * hd});  // [S, inner]
+  return apply_linear(o, a.to_out);                                      // [S, H]
 }
 
 Tensor feed_forward(const Tensor& x, const BlockWeights& b) {
@@ -39,6 +32,19 @@ void refiner_block(Tensor& h, const BlockWeights& b, const H3Config& c) {
 }  // namespace
 
 Tensor apply_linear(const Tensor& x, const LinearWeights& l) { return cpu::linear(x, l.weight, l.bias_or_null()); }
+
+Qkv project_qkv(const Tensor& x, const AttentionWeights& a, int64_t heads, const H3Config& c, const cpu::RopeTable* rope) {
+  const int64_t n = x.dim(0), hd = c.attention_head_dim;
+  const float eps = static_cast<float>(c.qk_norm_eps);
+  Qkv out{cpu::rms_norm(apply_linear(x, a.to_q).view({n, heads, hd}), a.norm_q, eps),  // [n, h, d]
+          cpu::rms_norm(apply_linear(x, a.to_k).view({n, heads, hd}), a.norm_k, eps),
+          apply_linear(x, a.to_v).view({n, heads, hd})};
+  if (rope) {
+    cpu::apply_rope(out.q, *rope);
+    cpu::apply_rope(out.k, *rope);
+  }
+  return out;
+}
 
 BlockInputs block_inputs(const H3Config& c, const H3Inputs& in, const H3Observer& observer) {
   BlockInputs b;

@@ -10,6 +10,13 @@ namespace orochi::h3 {
 
 Tensor apply_linear(const Tensor& x, const LinearWeights& l);
 
+// q, k, v [rows, heads, head_dim] of x [rows, H]: q and k per-head RMSNormed, then rotated when a
+// RoPE table (of x's rows) is given. `heads` is what the weights hold (all, or a TP rank's share).
+struct Qkv {
+  Tensor q, k, v;
+};
+Qkv project_qkv(const Tensor& x, const AttentionWeights& a, int64_t heads, const H3Config& c, const cpu::RopeTable* rope);
+
 // What every transformer block of one forward reads besides its weights.
 struct BlockInputs {
   cpu::RopeTable rope;  // [S, rotary_dim]

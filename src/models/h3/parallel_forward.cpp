@@ -5,6 +5,7 @@
 
 #include "backends/cpu/ops.h"
 #include "dist/sequence_parallel.h"
+#include "models/h3/block_forward.h"
 #include "models/h3/tensor_parallel.h"
 
 namespace orochi::h3 {
@@ -21,8 +22,6 @@ struct RankLayout {
 };
 
 int size_of(const dist::Comm* comm) { return comm ? comm->size() : 1; }
-
-Tensor apply_linear(const Tensor& x, const LinearWeights& l) { return cpu::linear(x, l.weight, l.bias_or_null()); }
 
 // The shard must hold 1/tp of every block linear; the SwiGLU slice also tells the TP rank apart
 // when the FFN width splits unevenly.
@@ -52,17 +51,10 @@ Status check_shard(const H3Weights& w, const dist::Comm* tp) {
 Expected<Tensor> attention(const Tensor& x, const AttentionWeights& a, const RankLayout& L, const cpu::RopeTable* rope,
                            dist::Comm* sp, int64_t rows) {
   const int64_t n = x.dim(0), h = L.heads, d = L.c.attention_head_dim;
-  const float eps = static_cast<float>(L.c.qk_norm_eps);
-  Tensor q = cpu::rms_norm(apply_linear(x, a.to_q).view({n, h, d}), a.norm_q, eps);  // [n, h, d]
-  Tensor k = cpu::rms_norm(apply_linear(x, a.to_k).view({n, h, d}), a.norm_k, eps);
-  Tensor v = apply_linear(x, a.to_v).view({n, h, d});
-  if (rope) {
-    cpu::apply_rope(q, *rope);
-    cpu::apply_rope(k, *rope);
-  }
-  OROCHI_ASSIGN_OR_RETURN(Tensor q_all, dist::rows_to_heads(q, sp, rows));  // [S, h/P, d]
-  OROCHI_ASSIGN_OR_RETURN(Tensor k_all, dist::rows_to_heads(k, sp, rows));
-  OROCHI_ASSIGN_OR_RETURN(Tensor v_all, dist::rows_to_heads(v, sp, rows));
+  const Qkv qkv = project_qkv(x, a, h, L.c, rope);  // [n, h, d] each
+  OROCHI_ASSIGN_OR_RETURN(Tensor q_all, dist::rows_to_heads(qkv.q, sp, rows));  // [S, h/P, d]
+  OROCHI_ASSIGN_OR_RETURN(Tensor k_all, dist::rows_to_heads(qkv.k, sp, rows));
+  OROCHI_ASSIGN_OR_RETURN(Tensor v_all, dist::rows_to_heads(qkv.v, sp, rows));
   OROCHI_ASSIGN_OR_RETURN(Tensor o, dist::heads_to_rows(cpu::attention(q_all, k_all, v_all), sp, rows));  // [n, h, d]
   Tensor out = apply_linear(o.view({n, h * d}), a.to_out);  // [n, H] partial over TP
   OROCHI_RETURN_IF_ERROR(dist::sum_partials(out, L.tp));
