@@ -1,0 +1,181 @@
+// H3GpuRunner's multi-GPU steps: the Ulysses exchanges around attention (sequence parallel) and
+// the chunked, overlapped all_reduce of row-split linears (tensor parallel), with the comm stream
+// ordered against the compute stream by events.
+#include <algorithm>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "models/h3/cuda/gpu_runner.h"
+
+namespace orochi::h3::gpu {
+namespace {
+
+using cuda::kernels::bf16;
+
+template <typename T>
+T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
+
+Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(err, what); }
+
+// Rows [j * C, (j + 1) * C) of a linear's weight: the heads of one SP chunk.
+GpuLinear out_rows(const GpuLinear& l, int64_t j, int64_t C) { return {l.weight.slice(0, j * C, (j + 1) * C), {}}; }
+
+}  // namespace
+
+Status H3GpuRunner::comm_after_compute() {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(compute_ready_, stream_));
+  return launched(cudaStreamWaitEvent(comm_stream_, compute_ready_, 0), "comm stream wait");
+}
+
+Status H3GpuRunner::compute_waits(cudaEvent_t comm_event) {
+  timer_.begin("wait for comm");  // the communication the compute stream could not hide
+  Status s = launched(cudaStreamWaitEvent(stream_, comm_event, 0), "compute stream wait");
+  timer_.end();
+  return s;
+}
+
+Status H3GpuRunner::compute_after_comm() {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(comm_done_, comm_stream_));
+  return compute_waits(comm_done_);
+}
+
+Status H3GpuRunner::linear_reduced(const GpuLinear& l, const Tensor& x, const Tensor& y, const char* what) {
+  if (!tp_) {
+    timer_.begin(what);
+    Status s = linear(l, x, y);
+    timer_.end();
+    return s;
+  }
+  // Chunks of >= 4096 rows keep each GEMM efficient; all but the last chunk's all_reduce hide
+  // under the following GEMMs.
+  const int64_t rows = x.dim(0), H = y.dim(1);
+  const int chunks = static_cast<int>(std::clamp<int64_t>(rows / 4096, 1, 8));
+  for (int c = 0; c < chunks; ++c) {
+    const dist::Range part = dist::even_share(rows, chunks, c);
+    const Tensor y_part = y.slice(0, part.begin, part.end);
+    timer_.begin(what);
+    OROCHI_RETURN_IF_ERROR(linear(l, x.slice(0, part.begin, part.end), y_part));  // partial sums
+    timer_.end();
+    OROCHI_RETURN_IF_ERROR(comm_after_compute());
+    comm_timer_.begin("all_reduce");
+    Status s = tp_->all_reduce_sum(y_part.raw_data(), part.size() * H, DType::kBF16);
+    comm_timer_.end();
+    if (!s.is_ok()) return s.with_context(what);
+  }
+  return compute_after_comm();
+}
+
+// Round `step` of the Ulysses exchange between this rank r, peer p = r + step and source
+// s = r - step (mod sp). to_heads: my rows of p's heads (slot p of `send`, [sp, R, C]) go to p;
+// s's rows of my heads land in their rows of `recv` [S, C]. Back: rows of p in `send` [S, C] go to
+// p; my rows of s's heads land in slot s of `recv`.
+Status H3GpuRunner::exchange_round(int step, const Tensor& send, const Tensor& recv, bool to_heads) {
+  const RankRows& my = buf_->layout;
+  const int n = rank_.sp_size, r = rank_.sp_rank, p = (r + step) % n, src = (r - step + n) % n;
+  const int64_t C = rank_dims(config_, buf_->size, rank_).attn_inner(), R = my.rows.size();
+  std::vector<int64_t> send_counts(n, 0), send_offsets(n, 0), recv_counts(n, 0), recv_offsets(n, 0);
+  if (to_heads) {
+    send_counts[p] = R * C, send_offsets[p] = p * R * C;
+    recv_counts[src] = my.shares[src].size() * C, recv_offsets[src] = my.shares[src].begin * C;
+  } else {
+    send_counts[p] = my.shares[p].size() * C, send_offsets[p] = my.shares[p].begin * C;
+    recv_counts[src] = R * C, recv_offsets[src] = src * R * C;
+  }
+  return sp_->all_to_all(send.raw_data(), send_counts, send_offsets, recv.raw_data(), recv_counts, recv_offsets,
+                         DType::kBF16);
+}
+
+// q, k, v of this rank's rows x [R, H] for every SP rank's heads: the peers' chunks are projected
+// first and sent while the GEMMs of this rank's own chunk run; every row of this rank's heads ends
+// in qa/ka/va [S, C].
+Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
+  RequestBuffers& B = *buf_;
+  const RankRows& my = B.layout;
+  const RankDims d = rank_dims(config_, B.size, rank_);
+  const int n = rank_.sp_size, r = rank_.sp_rank;
+  const int64_t C = d.attn_inner(), R = my.rows.size(), rot = config_.rotary_dim();
+  const float eps = static_cast<float>(config_.qk_norm_eps);
+  auto slot = [&](const Tensor& t, int j) { return t.view({-1}).slice(0, j * R * C, (j + 1) * R * C).view({R, C}); };
+  struct Part {
+    const GpuLinear* weight;
+    const Tensor* norm;  // q and k: per-head RMSNorm + RoPE before they travel; v: none
+    Tensor send, all_rows;
+  };
+  const Part parts[3] = {{&b.to_q, &b.norm_q, B.q, B.qa}, {&b.to_k, &b.norm_k, B.k, B.ka}, {&b.to_v, nullptr, B.v, B.va}};
+  // This rank's rows of one chunk of heads: projected, then (q, k) normalized and rotated with
+  // this rank's rows' angles, so nothing is left to do on them after the exchange.
+  auto project = [&](const Part& part, int j, const Tensor& out) -> Status {
+    timer_.begin("gemm qkv");
+    OROCHI_RETURN_IF_ERROR(linear(out_rows(*part.weight, j, C), x, out));  // [R, C]
+    timer_.end();
+    if (!part.norm) return Status::ok();
+    timer_.begin("qk norm + rope");
+    Status s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(out), ptr<const bf16>(*part.norm), R, d.attn_heads,
+                                                           d.head_dim, eps, ptr<const bf16>(B.rope_cos) + my.rows.begin * rot,
+                                                           ptr<const bf16>(B.rope_sin) + my.rows.begin * rot, rot, stream_),
+                        "qk_norm_rope");
+    timer_.end();
+    return s;
+  };
+  // q's exchange starts after its chunks for the peers and runs under k's and v's GEMMs, and so
+  // on; this rank's own chunks come last, under the tail of the exchanges.
+  for (int t = 0; t < 3; ++t) {
+    for (int step = 1; step < n; ++step) {
+      const int p = (r + step) % n;
+      OROCHI_RETURN_IF_ERROR(project(parts[t], p, slot(parts[t].send, p)));
+      OROCHI_RETURN_IF_ERROR(comm_after_compute());
+      comm_timer_.begin("all_to_all qkv");
+      OROCHI_RETURN_IF_ERROR(exchange_round(step, parts[t].send, parts[t].all_rows, true));
+      comm_timer_.end();
+    }
+  }
+  for (const Part& part : parts)
+    OROCHI_RETURN_IF_ERROR(project(part, r, part.all_rows.slice(0, my.rows.begin, my.rows.end)));
+  return compute_after_comm();
+}
+
+// Attention of this rank's heads over all S rows, one SP share of query rows at a time: the
+// peers' shares first, each sent back while the next share computes, this rank's own share last.
+// Ends with this rank's rows of every head in B.o [R, sp * C].
+Status H3GpuRunner::ulysses_attention() {
+  RequestBuffers& B = *buf_;
+  const RankRows& my = B.layout;
+  const RankDims d = rank_dims(config_, B.size, rank_);
+  const int n = rank_.sp_size, r = rank_.sp_rank;
+  const int64_t C = d.attn_inner(), R = my.rows.size(), S = B.size.rows;
+  const size_t row = static_cast<size_t>(C) * sizeof(bf16);
+  auto attend = [&](int j) -> Status {
+    const dist::Range q_rows = my.shares[j];
+    const cuda::AttentionShape shape{.s_q = q_rows.size(), .s_kv = S, .heads = d.attn_heads, .head_dim = d.head_dim};
+    timer_.begin("attention");
+    Status s = attention_->run(static_cast<const char*>(B.qa.raw_data()) + q_rows.begin * row, B.ka.raw_data(),
+                               B.va.raw_data(), static_cast<char*>(B.oa.raw_data()) + q_rows.begin * row, shape, stream_);
+    timer_.end();
+    return s;
+  };
+  // [rows, C] at `src` (pitch C) into columns [j * C, (j + 1) * C) of B.o; a kernel, not a 2D
+  // memcpy, which runs on the copy engines at a fraction of the bandwidth.
+  auto place = [&](const void* src, int j) {
+    timer_.begin("ulysses unpack");
+    Status s = launched(cuda::kernels::launch_copy_rows(static_cast<char*>(B.o.raw_data()) + j * row, n * row, nullptr, src,
+                                                        row, nullptr, R, row, stream_), "ulysses unpack");
+    timer_.end();
+    return s;
+  };
+  for (int step = 1; step < n; ++step) {
+    OROCHI_RETURN_IF_ERROR(attend((r + step) % n));
+    OROCHI_RETURN_IF_ERROR(comm_after_compute());
+    comm_timer_.begin("all_to_all o");
+    OROCHI_RETURN_IF_ERROR(exchange_round(step, B.oa, B.q, false));
+    comm_timer_.end();
+  }
+  OROCHI_RETURN_IF_ERROR(attend(r));
+  OROCHI_RETURN_IF_ERROR(place(static_cast<const char*>(B.oa.raw_data()) + my.rows.begin * row, r));
+  OROCHI_RETURN_IF_ERROR(compute_after_comm());
+  for (int j = 0; j < n; ++j)
+    if (j != r) OROCHI_RETURN_IF_ERROR(place(static_cast<const char*>(B.q.raw_data()) + j * R * row, j));
+  return Status::ok();
+}
+
+}  // namespace orochi::h3::gpu
