@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# On a 2-GPU device machine, in one call: the multi-GPU tests, `orochi bench dit` on 1 GPU and on
-# 2 GPUs (each --parallel layout asked for) and diffusers' Ulysses over 2 GPUs
+# On a multi-GPU device machine, in one call: the multi-GPU tests (2 GPUs), `orochi bench dit` on 1
+# GPU and on $GPUS GPUs (each --parallel layout asked for) and diffusers' Ulysses over $GPUS GPUs
 # (../shared/bench/peer_h3.py under torchrun, copied to .peer/), then one table with the speed-ups.
 # Usage (device run on nvidia-h200-x2, carry .pack .whl .peer after unpacking gpu-dist):
 #   LAYOUTS="sp tp" bash scripts/device/run_h3_multi_gpu.sh 480p 768p
-# Env: SKIP_TESTS=1, SKIP_PEER=1, SKIP_ONE=1 (no 1-GPU bench), ITERS, WARMUP.
+# Env: GPUS (default 2; 4 or 8 on the larger kinds), SKIP_TESTS=1, SKIP_PEER=1, SKIP_ONE=1 (no 1-GPU
+# bench), ITERS, WARMUP, PROFILE=1.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -34,19 +35,19 @@ for res in "${resolutions[@]}"; do
     tail -2 "$OUT/bench_${res}_1gpu.err"
   fi
   for layout in ${LAYOUTS:-auto}; do
-    timeout 300 gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel "$layout" --warmup "${WARMUP:-2}" \
-      --iters "${ITERS:-5}" --json ${PROFILE:+--profile} 2> "$OUT/bench_${res}_2gpu_$layout.err" | tee -a "$OUT/orochi_multi.jsonl"
-    grep -E "layout|median|error|profile" "$OUT/bench_${res}_2gpu_$layout.err" | tail -30
+    timeout 300 gpu-dist/orochi bench dit --res "$res" --gpus "${GPUS:-2}" --parallel "$layout" --warmup "${WARMUP:-2}" \
+      --iters "${ITERS:-5}" --json ${PROFILE:+--profile} 2> "$OUT/bench_${res}_${GPUS:-2}gpu_$layout.err" | tee -a "$OUT/orochi_multi.jsonl"
+    grep -E "layout|median|error|profile" "$OUT/bench_${res}_${GPUS:-2}gpu_$layout.err" | tail -30
   done
 done
 
 if [ "${SKIP_PEER:-0}" != 1 ]; then
-  echo "== diffusers Ulysses peer, 2 GPUs"
+  echo "== diffusers Ulysses peer, ${GPUS:-2} GPUs"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
   for res in "${resolutions[@]}"; do
-    OUT="$OUT" PYTHONUNBUFFERED=1 timeout 400 torchrun --nproc-per-node=2 .peer/peer_h3.py --res "$res" --iters "${ITERS:-5}" \
-      > "$OUT/peer2_$res.log" 2>&1 || tail -20 "$OUT/peer2_$res.log"
+    OUT="$OUT" PYTHONUNBUFFERED=1 timeout 400 torchrun --nproc-per-node="${GPUS:-2}" .peer/peer_h3.py --res "$res" \
+      --iters "${ITERS:-5}" > "$OUT/peer${GPUS:-2}_$res.log" 2>&1 || tail -20 "$OUT/peer${GPUS:-2}_$res.log"
   done
 fi
 python3 scripts/device/h3_multi_table.py "$OUT/orochi_multi.jsonl" "$OUT/peer_h3.jsonl"
