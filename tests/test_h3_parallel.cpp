@@ -13,6 +13,7 @@
 #include "models/h3/parallel_forward.h"
 #include "models/h3/parallel_shard.h"
 #include "support/compare.h"
+#include "support/h3_inputs.h"
 #include "support/random.h"
 
 namespace orochi {
@@ -42,26 +43,14 @@ h3::H3Inputs small_inputs(const h3::H3Config& c) {
   std::vector<int64_t> order(S);
   for (int64_t i = 0; i < S; ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), std::mt19937(7));
-  std::vector<int64_t> text(order.begin(), order.begin() + nt), audio(order.begin() + nt, order.begin() + nt + na),
-      video(order.begin() + nt + na, order.end()), tags(S), ts(S);
-  for (int64_t r : text) tags[r] = h3::kTagText;
-  for (int64_t r : audio) tags[r] = h3::kTagAudio;
-  for (int64_t r : video) tags[r] = h3::kTagVideo;
+  testing::PackedRows rows;
+  rows.text.assign(order.begin(), order.begin() + nt);
+  rows.audio.assign(order.begin() + nt, order.begin() + nt + na);
+  rows.video.assign(order.begin() + nt + na, order.end());
   std::mt19937 rng(11);
-  for (int64_t s = 0; s < S; ++s) ts[s] = rng() % 2;
-  std::vector<float> positions(3 * S);
-  for (float& p : positions) p = static_cast<float>(rng() % 9);
-  h3::H3Inputs in;
-  in.video = testing::random_normal({nv, c.video_patch_dim()}, 1);
-  in.audio = testing::random_normal({na, c.audio_in_channels}, 2);
-  in.text = testing::random_normal({nt, c.text_dim}, 3);
-  in.timestep_indices = Tensor::from_ints(ts, {S});
-  in.token_tags = Tensor::from_ints(tags, {S});
-  in.positions = Tensor::from_floats(positions, {S, 3});
-  in.video_indices = Tensor::from_ints(video, {nv});
-  in.audio_indices = Tensor::from_ints(audio, {na});
-  in.text_indices = Tensor::from_ints(text, {nt});
-  return in;
+  for (int64_t s = 0; s < S; ++s) rows.timestep_index.push_back(rng() % 2);
+  for (int64_t i = 0; i < 3 * S; ++i) rows.positions.push_back(static_cast<float>(rng() % 9));
+  return testing::h3_inputs(c, rows, 0);
 }
 
 struct RankResults {

@@ -12,6 +12,7 @@
 
 #include "models/h3/streamed_forward.h"
 #include "planner/tier_placement.h"
+#include "support/h3_inputs.h"
 #include "support/random.h"
 
 namespace orochi {
@@ -35,26 +36,13 @@ h3::H3Config small_config() {
 // Packed rows [text | audio | video] with per-row timesteps from two tabled values.
 h3::H3Inputs small_inputs(const h3::H3Config& c, uint64_t seed) {
   const int64_t nt = 4, na = 5, nv = 12, S = nt + na + nv;
-  std::vector<int64_t> text, audio, video, tags(S), ts(S);
+  testing::PackedRows rows;
   for (int64_t s = 0; s < S; ++s) {
-    if (s < nt) text.push_back(s), tags[s] = h3::kTagText;
-    else if (s < nt + na) audio.push_back(s), tags[s] = h3::kTagAudio;
-    else video.push_back(s), tags[s] = h3::kTagVideo;
-    ts[s] = static_cast<int64_t>((s * 7 + seed) % 2);
+    (s < nt ? rows.text : s < nt + na ? rows.audio : rows.video).push_back(s);
+    rows.timestep_index.push_back(static_cast<int64_t>((s * 7 + seed) % 2));
   }
-  std::vector<float> positions(3 * S);
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<float>((i * 5 + seed) % 7);
-  h3::H3Inputs in;
-  in.video = testing::random_normal({nv, c.video_patch_dim()}, seed + 1);
-  in.audio = testing::random_normal({na, c.audio_in_channels}, seed + 2);
-  in.text = testing::random_normal({nt, c.text_dim}, seed + 3);
-  in.timestep_indices = Tensor::from_ints(ts, {S});
-  in.token_tags = Tensor::from_ints(tags, {S});
-  in.positions = Tensor::from_floats(positions, {S, 3});
-  in.video_indices = Tensor::from_ints(video, {nv});
-  in.audio_indices = Tensor::from_ints(audio, {na});
-  in.text_indices = Tensor::from_ints(text, {nt});
-  return in;
+  for (int64_t i = 0; i < 3 * S; ++i) rows.positions.push_back(static_cast<float>((i * 5 + seed) % 7));
+  return testing::h3_inputs(c, rows, seed);
 }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
