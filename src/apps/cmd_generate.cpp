@@ -58,14 +58,28 @@ Expected<Tensor> encode_prompt(const GenerateOptions& o, const h3::H3Config& tra
   return pipeline::encode_prompt_cpu(text_encoder, ids, o.text_layer);
 }
 
+// What a GPU run is planned to look like before any weight is read.
+struct GpuRunPlan {
+  std::optional<planner::MemoryPlan> memory;        // none for the demo and unplannable folders
+  std::optional<planner::ParallelDegrees> degrees;  // --gpus > 1: how they share the denoiser
+};
+
+planner::ParallelLayout layout_for(const planner::ParallelDegrees& d) {
+  // The planner knows TP or SP; TP x SP is planned as its TP part, which over-counts the
+  // activations (they are also split by SP): the check stays on the safe side.
+  if (d.tp > 1) return {planner::ParallelLayout::Kind::kTensor, d.tp};
+  return {planner::ParallelLayout::Kind::kSequence, d.sp};
+}
+
 // A GPU run is planned from the configs before any weight is read (planner/), against the GPU's
-// memory as the driver reports it, and refused with the plan's numbers when it cannot fit. The
-// denoiser blocks the plan puts in pinned host RAM stream from there at run time.
+// memory as the driver reports it, and refused with the plan's numbers when it cannot fit. On one
+// GPU the denoiser blocks the plan puts in pinned host RAM stream from there at run time; on
+// several, the one-GPU figures choose the layout (--parallel) and the layout's plan must fit.
 // Without a prompt the text-encoder phase does not run (0 layers planned); a folder without
 // text_encoder/ then has no full set of configs to plan from, and the run goes unplanned.
-Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const GenerateOptions& o) {
+Expected<GpuRunPlan> plan_gpu_run(const GenerateOptions& o) {
   if (o.model_dir && !o.prompt && !std::filesystem::exists(*o.model_dir + "/text_encoder/config.json"))
-    return std::optional<planner::MemoryPlan>();
+    return GpuRunPlan{};
   planner::PlanInput in;
   OROCHI_ASSIGN_OR_RETURN(in.models, planner::load_model_configs(o.model_dir ? *o.model_dir : "h3"));
   in.models.text_layers = o.prompt ? o.text_layer : 0;
@@ -75,48 +89,55 @@ Expected<std::optional<planner::MemoryPlan>> plan_gpu_run(const GenerateOptions&
   in.request.text_rows = o.text_rows;  // an estimate for a prompt or a features file
   in.request.steps = o.steps;
   OROCHI_ASSIGN_OR_RETURN(in.gpus.vram_bytes, gpu_memory_total(o.gpu_index()));
-  // One GPU may stream denoiser blocks from pinned host RAM when they do not all fit (the runtime's
-  // weight streamer); several GPUs split the weights instead.
   in.tiers.peer = false;
-  in.tiers.host = o.gpus == 1;
+  in.tiers.host = o.gpus == 1;  // several GPUs split the weights instead of streaming them
   OROCHI_ASSIGN_OR_RETURN(planner::MemoryPlan plan, planner::plan_memory(in));
-  // Several GPUs split the denoiser (its phase needs less per GPU than this one-GPU plan says);
-  // the one-GPU figures then only feed --parallel auto's choice.
-  if (o.gpus == 1) {
-    OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
-    // Before any weight is read: only the denoiser's blocks can stream at run time.
-    OROCHI_RETURN_IF_ERROR(planner::streamed_denoiser_blocks(plan, in.models.transformer.num_layers).status());
-  }
-  return std::optional<planner::MemoryPlan>(std::move(plan));
-}
-
-// How --gpus GPUs share the denoiser (--parallel), from the one-GPU plan's denoiser phase.
-Expected<GpuPlacement> place_on_gpus(const GenerateOptions& o, const h3::H3Config& config,
-                                     const std::optional<planner::MemoryPlan>& plan) {
-  GpuPlacement p;
-  p.device = o.gpu_index();
-  p.comm_timeout_s = o.comm_timeout_s;
-  if (o.gpus == 1) {
-    if (!plan) return p;
-    OROCHI_ASSIGN_OR_RETURN(p.streamed, planner::streamed_denoiser_blocks(*plan, config.num_layers));
-    p.slots = plan->input.tiers.staging_slots;
-    const auto count = std::count(p.streamed.begin(), p.streamed.end(), true);
-    if (count > 0 && !o.quiet)
-      std::fprintf(stderr, "orochi generate: %lld of %lld denoiser blocks stream from pinned host RAM (the plan)\n",
-                   static_cast<long long>(count), static_cast<long long>(config.num_layers));
-    return p;
-  }
-  constexpr double kGiB = 1 << 30;
-  OROCHI_ASSIGN_OR_RETURN(const uint64_t vram, gpu_memory_total(o.gpu_index()));
-  double weights = 0, request = 0;
-  if (plan)
-    for (const planner::PhasePlan& phase : plan->phases)
+  GpuRunPlan run;
+  if (o.gpus > 1) {
+    constexpr double kGiB = 1 << 30;
+    double weights = 0, request = 0;
+    for (const planner::PhasePlan& phase : plan.phases)
       if (phase.name == "denoiser" && !phase.gpus.empty()) {
         weights = phase.gpus[0].pool_bytes(planner::PoolKind::kWeights) / kGiB;
         request = phase.gpus[0].total() / kGiB - weights;
       }
-  OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees d, planner::choose_parallel(o.parallel, config, static_cast<int>(o.gpus),
-                                                                   vram / kGiB, weights, request));
+    OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees d,
+                            planner::choose_parallel(o.parallel, in.models.transformer, static_cast<int>(o.gpus),
+                                                     in.gpus.vram_bytes / kGiB, weights, request));
+    run.degrees = d;
+    in.gpus.count = static_cast<int>(o.gpus);
+    in.layout = layout_for(d);
+    OROCHI_ASSIGN_OR_RETURN(plan, planner::plan_memory(in));
+  }
+  OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
+  // Before any weight is read: only the denoiser's blocks can stream at run time.
+  OROCHI_RETURN_IF_ERROR(planner::streamed_denoiser_blocks(plan, in.models.transformer.num_layers).status());
+  run.memory = std::move(plan);
+  return run;
+}
+
+// Where the GPU run goes: the streamed blocks on one GPU, the layout on several.
+Expected<GpuPlacement> place_on_gpus(const GenerateOptions& o, const h3::H3Config& config, const GpuRunPlan& run) {
+  GpuPlacement p;
+  p.device = o.gpu_index();
+  p.comm_timeout_s = o.comm_timeout_s;
+  if (run.memory) {
+    OROCHI_ASSIGN_OR_RETURN(p.streamed, planner::streamed_denoiser_blocks(*run.memory, config.num_layers));
+    p.slots = run.memory->input.tiers.staging_slots;
+    const auto count = std::count(p.streamed.begin(), p.streamed.end(), true);
+    if (count > 0 && !o.quiet)
+      std::fprintf(stderr, "orochi generate: %lld of %lld denoiser blocks stream from pinned host RAM (the plan)\n",
+                   static_cast<long long>(count), static_cast<long long>(config.num_layers));
+  }
+  if (o.gpus == 1) return p;
+  planner::ParallelDegrees d;
+  if (run.degrees) {
+    d = *run.degrees;
+  } else {  // unplanned (the demo): the heads decide
+    OROCHI_ASSIGN_OR_RETURN(const uint64_t vram, gpu_memory_total(o.gpu_index()));
+    OROCHI_ASSIGN_OR_RETURN(d, planner::choose_parallel(o.parallel, config, static_cast<int>(o.gpus),
+                                                        static_cast<double>(vram) / (1 << 30), 0, 0));
+  }
   p.tp = d.tp;
   p.sp = d.sp;
   if (!o.quiet) std::fprintf(stderr, "orochi generate: denoiser on %lld GPUs, tp %d x sp %d (%s)\n",
@@ -136,12 +157,13 @@ int run_generate(const std::vector<std::string>& argv) {
   Expected<GenerateOptions> opts = parse_generate_options(argv);
   if (!opts) return fail(opts.status());
   if (Status s = check_generate_request(*opts); !s.is_ok()) return fail(s);
-  std::optional<planner::MemoryPlan> memory_plan;  // the demo's tiny models need none
+  GpuRunPlan gpu_plan;  // the demo's tiny models need none
   if (opts->on_gpu() && (opts->random_weights || opts->model_dir)) {
-    Expected<std::optional<planner::MemoryPlan>> planned = plan_gpu_run(*opts);
+    Expected<GpuRunPlan> planned = plan_gpu_run(*opts);
     if (!planned) return fail(planned.status());
-    memory_plan = std::move(planned).value();
+    gpu_plan = std::move(planned).value();
   }
+  const std::optional<planner::MemoryPlan>& memory_plan = gpu_plan.memory;
 
   // 1. Models on the host (a checkpoint or the demo); --random-weights makes them on the GPU instead.
   const auto t_load = Clock::now();
@@ -196,7 +218,7 @@ int run_generate(const std::vector<std::string>& argv) {
   std::unique_ptr<pipeline::VideoDecoder> video_decoder;
   std::unique_ptr<pipeline::AudioDecoder> audio_decoder;
   if (opts->on_gpu()) {
-    Expected<GpuPlacement> placement = place_on_gpus(*opts, transformer_config, memory_plan);
+    Expected<GpuPlacement> placement = place_on_gpus(*opts, transformer_config, gpu_plan);
     if (!placement) return fail(placement.status());
     Expected<GpuT2va> gpu = opts->random_weights
                                 ? gpu_t2va_random(transformer_config, *placement, *plan, kDemoWeightSeed)
