@@ -149,6 +149,28 @@ TEST(PlannerLayouts, TensorParallelHalvesBlockWeightsSequenceParallelSplitsRows)
   EXPECT_EQ(sp2.phases[1].gpus[0].pool_bytes(PoolKind::kWeights), one.phases[1].gpus[0].pool_bytes(PoolKind::kWeights));
 }
 
+TEST(PlannerLayouts, TensorTimesSequenceParallelSplitsWeightsByTpAndRowsBySp) {
+  const MemoryPlan t2 = plan_of(base(139, 2, "tp2")), both = plan_of(base(139, 4, "tp2xsp2"));
+  const auto pool = [](const MemoryPlan& p, PoolKind k) { return static_cast<double>(p.phases[1].gpus[0].pool_bytes(k)); };
+  EXPECT_EQ(both.phases[1].layout, "tp2xsp2");
+  EXPECT_EQ(both.phases[1].gpus.size(), 4u);
+  EXPECT_EQ(pool(both, PoolKind::kWeights), pool(t2, PoolKind::kWeights));  // TP's share of the weights
+  EXPECT_NEAR(pool(both, PoolKind::kActivations), pool(t2, PoolKind::kActivations) / 2,
+              pool(t2, PoolKind::kActivations) * 0.01);  // SP's share of the rows
+  Expected<ParallelLayout> parsed = parse_parallel_layout("tp 4 x sp 2");
+  ASSERT_TRUE(parsed.has_value()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->tp(), 4);
+  EXPECT_EQ(parsed->sp(), 2);
+  EXPECT_EQ(parsed->degree, 8);
+  EXPECT_EQ(parse_parallel_layout("tp1xsp4")->name(), "sp4");
+  EXPECT_FALSE(parse_parallel_layout("tp2xsp").has_value());
+  PlanInput bad = base(139, 6, "tp2xsp3");  // 28 heads per TP rank do not split over 3
+  Expected<MemoryPlan> refused = plan_memory(bad);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("use one of: 1, 2, 4, 7, 14, 28"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(PlannerCapacity, MoreGpusBehaveLikeOneLargerGpu) {
   const MemoryPlan plan = plan_of(base(32, 4));
   ASSERT_FALSE(plan.capacity.empty());

@@ -65,10 +65,10 @@ struct GpuRunPlan {
 };
 
 planner::ParallelLayout layout_for(const planner::ParallelDegrees& d) {
-  // The planner knows TP or SP; TP x SP is planned as its TP part, which over-counts the
-  // activations (they are also split by SP): the check stays on the safe side.
-  if (d.tp > 1) return {planner::ParallelLayout::Kind::kTensor, d.tp};
-  return {planner::ParallelLayout::Kind::kSequence, d.sp};
+  using Kind = planner::ParallelLayout::Kind;
+  if (d.tp > 1 && d.sp > 1) return {Kind::kTensorSequence, d.tp * d.sp, d.sp};
+  if (d.tp > 1) return {Kind::kTensor, d.tp, 1};
+  return {Kind::kSequence, d.sp, 1};
 }
 
 // A GPU run is planned from the configs before any weight is read (planner/), against the GPU's

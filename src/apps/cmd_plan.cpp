@@ -17,12 +17,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
-    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|tpN|spN] [--tiers resident,peer,host]\n"
-    "                   [--staging-slots 2] [--link nvlink|pcie] [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
+    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|tpN|spN|tpNxspM]\n"
+    "                   [--tiers resident,peer,host] [--staging-slots 2] [--link nvlink|pcie]\n"
+    "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
     "  --model        'h3' (released configs, default) or a diffusers-layout folder: only the config.json files of\n"
     "                 transformer/, vae/, audio_vae/ and text_encoder/ are read\n"
     "  --vram-per-gpu usable GiB per GPU (139 = an H200)\n"
-    "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; GPUs beyond N store weights\n"
+    "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; tpNxspM: both, on N x M\n"
+    "                 GPUs; GPUs beyond them store weights\n"
     "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
     "exit code: 0 fits, 1 does not fit or bad input, 2 usage\n";
 

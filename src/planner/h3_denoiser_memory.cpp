@@ -1,5 +1,7 @@
 #include "planner/h3_denoiser_memory.h"
 
+#include "models/h3/tensor_parallel.h"
+
 #include <algorithm>
 
 #include "models/h3/parameters.h"
@@ -49,8 +51,12 @@ std::string group_of(const std::string& name) {
 }  // namespace
 
 Status check_h3_layout(const h3::H3Config& c, const ParallelLayout& layout) {
-  const int64_t n = layout.degree;
   if (layout.kind == ParallelLayout::Kind::kNone) return Status::ok();
+  if (layout.kind == ParallelLayout::Kind::kTensorSequence) {
+    OROCHI_RETURN_IF_ERROR(h3::check_parallel_layout(c, layout.tp(), layout.sp()).with_context("--parallel " + layout.name()));
+    return Status::ok();
+  }
+  const int64_t n = layout.degree;
   if (c.num_attention_heads % n != 0 || c.ffn_dim % n != 0) {
     std::string ok;
     for (int64_t d = 2; d <= std::min<int64_t>(c.num_attention_heads, 16); ++d)
@@ -63,7 +69,7 @@ Status check_h3_layout(const h3::H3Config& c, const ParallelLayout& layout) {
 }
 
 std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelLayout& layout) {
-  const uint64_t tp = layout.kind == ParallelLayout::Kind::kTensor ? static_cast<uint64_t>(layout.degree) : 1;
+  const uint64_t tp = static_cast<uint64_t>(layout.tp());
   std::vector<WeightGroup> groups;
   auto group = [&](const std::string& name) -> WeightGroup& {
     for (WeightGroup& g : groups)
@@ -96,14 +102,14 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
 }
 
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const RequestShape& s, const ParallelLayout& layout) {
-  const bool tp = layout.kind == ParallelLayout::Kind::kTensor, sp = layout.kind == ParallelLayout::Kind::kSequence;
-  const int64_t n = layout.degree;
+  const int64_t tpn = layout.tp(), spn = layout.sp();
+  const bool tp = tpn > 1, sp = spn > 1;
   const int64_t H = c.hidden_size, T = c.time_embed_dim, L = s.text_rows, nt = s.timesteps;
-  const int64_t inner = tp ? c.inner_dim() / n : c.inner_dim(), F = tp ? c.ffn_dim / n : c.ffn_dim;
+  const int64_t inner = c.inner_dim() / tpn, F = c.ffn_dim / tpn;
   // Rows this GPU holds: the whole sequence, or 1/N of it under Ulysses.
-  const int64_t S = sp ? ceil_div(s.rows, n) : s.rows;
-  const int64_t Nv = sp ? ceil_div(s.video_rows, n) : s.video_rows;
-  const int64_t Na = sp ? ceil_div(s.audio_rows, n) : s.audio_rows;
+  const int64_t S = ceil_div(s.rows, spn);
+  const int64_t Nv = ceil_div(s.video_rows, spn);
+  const int64_t Na = ceil_div(s.audio_rows, spn);
   const PoolKind state = PoolKind::kRequestState, act = PoolKind::kActivations;
   std::vector<BufferBytes> b = {
       // inputs and per-request state (gpu_request.cpp RequestBuffers, same order)
@@ -130,7 +136,7 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
        buffer(Nv * c.video_patch_dim(), 4) + buffer(Na * c.audio_in_channels, 4)},
   };
   // cuDNN SDPA forward: softmax statistics per head and row, f32 (estimate; the GPU asks cuDNN).
-  const int64_t heads = tp || sp ? c.num_attention_heads / n : c.num_attention_heads;
+  const int64_t heads = c.num_attention_heads / (tpn * spn);
   b.push_back({PoolKind::kScratch, "attention workspace (estimate)",
                buffer(heads * std::max(s.rows, L) * 2, 4) + kArenaAlignment});
   b.push_back({PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB});  // GemmRunner::kDefaultWorkspaceBytes

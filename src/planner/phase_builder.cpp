@@ -63,7 +63,7 @@ PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus, const TierPolic
   in.cap = gpus.vram_bytes;
   in.other_pools = other;
   in.computing_gpus = computing;
-  in.distinct_shards = spec.layout.kind == ParallelLayout::Kind::kTensor;
+  in.distinct_shards = spec.layout.tp() > 1;
   in.policy = policy;
   for (int g = computing; g < gpus.count; ++g)
     in.stores.push_back({g, gpus.vram_bytes > margin ? gpus.vram_bytes - margin : 0});

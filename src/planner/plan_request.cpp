@@ -50,8 +50,25 @@ std::string ParallelLayout::name() const {
     case Kind::kNone: return "none";
     case Kind::kTensor: return "tp" + std::to_string(degree);
     case Kind::kSequence: return "sp" + std::to_string(degree);
+    case Kind::kTensorSequence: return "tp" + std::to_string(tp()) + "xsp" + std::to_string(sp());
   }
   return "?";
+}
+
+int ParallelLayout::tp() const {
+  switch (kind) {
+    case Kind::kTensor: return degree;
+    case Kind::kTensorSequence: return degree / sp_degree;
+    default: return 1;
+  }
+}
+
+int ParallelLayout::sp() const {
+  switch (kind) {
+    case Kind::kSequence: return degree;
+    case Kind::kTensorSequence: return sp_degree;
+    default: return 1;
+  }
 }
 
 Expected<ParallelLayout> parse_parallel_layout(const std::string& text) {
@@ -60,9 +77,20 @@ Expected<ParallelLayout> parse_parallel_layout(const std::string& text) {
     if (!std::isspace(static_cast<unsigned char>(c)) && c != '=') s += static_cast<char>(std::tolower(c));
   if (s == "none" || s == "1" || s.empty()) return ParallelLayout{};
   auto bad = [&] {
-    return invalid_argument("--parallel must be none, tp N (tensor parallel) or sp N (Ulysses sequence parallel), got '" +
-                            text + "'");
+    return invalid_argument("--parallel must be none, tp N (tensor parallel), sp N (Ulysses sequence parallel) or "
+                            "tpNxspM (both), got '" + text + "'");
   };
+  // tpNxspM: TP inside SP.
+  const size_t x = s.find("sp", 2);
+  if (s.compare(0, 2, "tp") == 0 && x != std::string::npos) {
+    const std::string tp_digits = s.substr(2, x - 2 - (s[x - 1] == 'x' ? 1 : 0)), sp_digits = s.substr(x + 2);
+    for (const std::string* d : {&tp_digits, &sp_digits})
+      if (d->empty() || d->size() > 3 || !std::all_of(d->begin(), d->end(), ::isdigit)) return bad();
+    const int tp = std::stoi(tp_digits), sp = std::stoi(sp_digits);
+    if (tp < 1 || sp < 1) return bad();
+    if (tp == 1 || sp == 1) return parse_parallel_layout(tp == 1 ? "sp" + sp_digits : "tp" + tp_digits);
+    return ParallelLayout{ParallelLayout::Kind::kTensorSequence, tp * sp, sp};
+  }
   if (s.size() < 3 || (s.compare(0, 2, "tp") != 0 && s.compare(0, 2, "sp") != 0)) return bad();
   const std::string digits = s.substr(2);
   if (digits.empty() || digits.size() > 4 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return bad();

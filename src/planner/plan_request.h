@@ -29,12 +29,16 @@ struct ModelConfigs {
 Expected<ModelConfigs> load_model_configs(const std::string& model);
 
 struct ParallelLayout {
-  enum class Kind { kNone, kTensor, kSequence };
+  enum class Kind { kNone, kTensor, kSequence, kTensorSequence };
   Kind kind = Kind::kNone;
-  int degree = 1;  // GPUs that compute together
-  std::string name() const;  // "none", "tp2", "sp4"
+  int degree = 1;     // GPUs that compute together
+  int sp_degree = 1;  // kTensorSequence: the SP part (degree = tp x sp)
+  std::string name() const;  // "none", "tp2", "sp4", "tp2xsp2"
+  int tp() const;  // the tensor-parallel degree (1 without TP)
+  int sp() const;  // the sequence-parallel degree (1 without SP)
 };
-// "none", "tp2" / "tp 2" / "tp=2", "sp4" (Ulysses sequence parallel).
+// "none", "tp2" / "tp 2" / "tp=2", "sp4" (Ulysses sequence parallel), "tp2xsp2" (both: TP groups
+// of 2 inside SP groups of 2, 4 GPUs).
 Expected<ParallelLayout> parse_parallel_layout(const std::string& text);
 
 struct GpuSet {

@@ -16,7 +16,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Status check_text_encoder_layout(const ModelConfigs& m, const ParallelLayout& layout) {
   const qwen3vl::TextConfig& t = m.text_encoder;
-  const int64_t n = layout.degree;
+  const int64_t n = layout.tp();  // SP splits rows, which any count does
   if (layout.kind == ParallelLayout::Kind::kNone) return Status::ok();
   if (t.num_key_value_heads % n != 0 || t.num_attention_heads % n != 0 || t.intermediate_size % n != 0)
     return invalid_argument(layout.name() + " does not divide the text encoder's " +
@@ -26,7 +26,7 @@ Status check_text_encoder_layout(const ModelConfigs& m, const ParallelLayout& la
 
 std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m, const ParallelLayout& layout) {
   const qwen3vl::TextConfig& t = m.text_encoder;
-  const int64_t tp = layout.kind == ParallelLayout::Kind::kTensor ? layout.degree : 1;
+  const int64_t tp = layout.tp();
   const int64_t H = t.hidden_size, I = t.intermediate_size;
   const uint64_t layer = 2 * buffer(H, 2) + 2 * buffer(t.head_dim, 2) +   // norms, q/k norms
                          buffer(t.q_dim() * H / tp, 2) + 2 * buffer(t.kv_dim() * H / tp, 2) +
@@ -40,11 +40,11 @@ std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m, const
 
 std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t text_rows, const ParallelLayout& layout) {
   const qwen3vl::TextConfig& t = m.text_encoder;
-  const bool tp = layout.kind == ParallelLayout::Kind::kTensor, sp = layout.kind == ParallelLayout::Kind::kSequence;
-  const int64_t n = layout.degree, H = t.hidden_size;
-  const int64_t L = sp ? ceil_div(text_rows, n) : text_rows;
-  const int64_t q = tp ? t.q_dim() / n : t.q_dim(), kv = tp ? t.kv_dim() / n : t.kv_dim();
-  const int64_t I = tp ? t.intermediate_size / n : t.intermediate_size;
+  const int64_t tpn = layout.tp(), spn = layout.sp(), H = t.hidden_size;
+  const bool tp = tpn > 1, sp = spn > 1;
+  const int64_t L = ceil_div(text_rows, spn);
+  const int64_t q = t.q_dim() / tpn, kv = t.kv_dim() / tpn;
+  const int64_t I = t.intermediate_size / tpn;
   const PoolKind act = PoolKind::kActivations, state = PoolKind::kRequestState;
   std::vector<BufferBytes> b = {
       {state, "token rows in + features out f32 [L, H]", 2 * buffer(L * H, 4)},
