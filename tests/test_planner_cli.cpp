@@ -37,6 +37,23 @@ TEST(PlanCli, A24GiBGpuStreamsFromTheHost) {
   EXPECT_TRUE(has(refused, "to fit:")) << refused.output;
 }
 
+TEST(PlanCli, AutoLayoutIsWhatGenerateWouldTake) {
+  // Roomy GPUs: the whole model fits on each, so sequence parallel.
+  Result roomy = run("plan --res 768p --gpus 2 --parallel auto");
+  EXPECT_EQ(roomy.code, 0) << roomy.output;
+  EXPECT_TRUE(has(roomy, "layout: sp2")) << roomy.output;
+  EXPECT_TRUE(has(roomy, "denoiser (sp2)")) << roomy.output;
+  // 24 GiB GPUs cannot hold the 37 GiB of weights each: tensor parallel splits them.
+  Result small = run("plan --res 768p --gpus 2 --vram-per-gpu 24 --parallel auto");
+  EXPECT_EQ(small.code, 0) << small.output;
+  EXPECT_TRUE(has(small, "layout: tp2")) << small.output;
+  Result eight = run("plan --res 768p --gpus 8 --vram-per-gpu 16 --parallel auto");
+  EXPECT_TRUE(has(eight, "layout: tp4xsp2")) << eight.output;
+  Result explicit_both = run("plan --res 768p --gpus 4 --parallel tp2xsp2");
+  EXPECT_EQ(explicit_both.code, 0) << explicit_both.output;
+  EXPECT_TRUE(has(explicit_both, "denoiser (tp2xsp2)")) << explicit_both.output;
+}
+
 TEST(PlanCli, JsonHasTheSameData) {
   const Result r = run("plan --model h3 --res 480p --gpus 2 --parallel tp2 --json", false);
   ASSERT_EQ(r.code, 0) << r.output;

@@ -64,13 +64,6 @@ struct GpuRunPlan {
   std::optional<planner::ParallelDegrees> degrees;  // --gpus > 1: how they share the denoiser
 };
 
-planner::ParallelLayout layout_for(const planner::ParallelDegrees& d) {
-  using Kind = planner::ParallelLayout::Kind;
-  if (d.tp > 1 && d.sp > 1) return {Kind::kTensorSequence, d.tp * d.sp, d.sp};
-  if (d.tp > 1) return {Kind::kTensor, d.tp, 1};
-  return {Kind::kSequence, d.sp, 1};
-}
-
 // A GPU run is planned from the configs before any weight is read (planner/), against the GPU's
 // memory as the driver reports it, and refused with the plan's numbers when it cannot fit. On one
 // GPU the denoiser blocks the plan puts in pinned host RAM stream from there at run time; on
@@ -91,24 +84,11 @@ Expected<GpuRunPlan> plan_gpu_run(const GenerateOptions& o) {
   OROCHI_ASSIGN_OR_RETURN(in.gpus.vram_bytes, gpu_memory_total(o.gpu_index()));
   in.tiers.peer = false;
   in.tiers.host = o.gpus == 1;  // several GPUs split the weights instead of streaming them
-  OROCHI_ASSIGN_OR_RETURN(planner::MemoryPlan plan, planner::plan_memory(in));
+  in.gpus.count = static_cast<int>(o.gpus);
+  OROCHI_ASSIGN_OR_RETURN(planner::LayoutPlan laid_out, planner::plan_for_gpus(in, o.parallel));
+  planner::MemoryPlan plan = std::move(laid_out.plan);
   GpuRunPlan run;
-  if (o.gpus > 1) {
-    constexpr double kGiB = 1 << 30;
-    double weights = 0, request = 0;
-    for (const planner::PhasePlan& phase : plan.phases)
-      if (phase.name == "denoiser" && !phase.gpus.empty()) {
-        weights = phase.gpus[0].pool_bytes(planner::PoolKind::kWeights) / kGiB;
-        request = phase.gpus[0].total() / kGiB - weights;
-      }
-    OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees d,
-                            planner::choose_parallel(o.parallel, in.models.transformer, static_cast<int>(o.gpus),
-                                                     in.gpus.vram_bytes / kGiB, weights, request));
-    run.degrees = d;
-    in.gpus.count = static_cast<int>(o.gpus);
-    in.layout = layout_for(d);
-    OROCHI_ASSIGN_OR_RETURN(plan, planner::plan_memory(in));
-  }
+  if (o.gpus > 1) run.degrees = laid_out.degrees;
   OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
   // Before any weight is read: only the denoiser's blocks can stream at run time.
   OROCHI_RETURN_IF_ERROR(planner::streamed_denoiser_blocks(plan, in.models.transformer.num_layers).status());

@@ -9,6 +9,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "planner/plan_report.h"
 
@@ -17,14 +18,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
-    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|tpN|spN|tpNxspM]\n"
+    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|auto|tpN|spN|tpNxspM]\n"
     "                   [--tiers resident,peer,host] [--staging-slots 2] [--link nvlink|pcie]\n"
     "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
     "  --model        'h3' (released configs, default) or a diffusers-layout folder: only the config.json files of\n"
     "                 transformer/, vae/, audio_vae/ and text_encoder/ are read\n"
     "  --vram-per-gpu usable GiB per GPU (139 = an H200)\n"
     "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; tpNxspM: both, on N x M\n"
-    "                 GPUs; GPUs beyond them store weights\n"
+    "                 GPUs; GPUs beyond them store weights; auto: the layout `generate --gpus N` takes\n"
     "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
     "exit code: 0 fits, 1 does not fit or bad input, 2 usage\n";
 
@@ -69,7 +70,10 @@ Expected<planner::PlanInput> parse_input(const Args& args) {
   OROCHI_ASSIGN_OR_RETURN(in.gpus.tflops, args.get_double("tflops", 580.0));
   if (!(in.gpus.peer_gbps > 0) || !(in.gpus.host_gbps > 0) || !(in.gpus.tflops > 0))
     return invalid_argument("--peer-gbps, --host-gbps and --tflops must be positive");
-  OROCHI_ASSIGN_OR_RETURN(in.layout, planner::parse_parallel_layout(args.get("parallel", "none")));
+  const std::string parallel = args.get("parallel", "none");
+  if (parallel != "auto") {
+    OROCHI_ASSIGN_OR_RETURN(in.layout, planner::parse_parallel_layout(parallel));
+  }
   OROCHI_ASSIGN_OR_RETURN(const int64_t slots, args.get_int("staging-slots", 2));
   OROCHI_ASSIGN_OR_RETURN(in.tiers, parse_tiers(args.get("tiers", "resident,peer,host"), slots));
   return in;
@@ -96,7 +100,17 @@ int run_plan(const std::vector<std::string>& argv) {
   }
   Expected<planner::PlanInput> input = parse_input(*args);
   if (!input) return fail(input.status());
-  Expected<planner::MemoryPlan> plan = planner::plan_memory(*input);
+  // --parallel auto: the layout generate would take for --gpus N (planner/parallel_choice.h).
+  Expected<planner::MemoryPlan> plan = unsupported("no plan");
+  if (args->get("parallel", "none") == "auto") {
+    Expected<planner::LayoutPlan> laid_out = planner::plan_for_gpus(*input, "auto");
+    if (!laid_out) return fail(laid_out.status());
+    if (!args->has("json")) std::printf("layout: %s (%s)\n", laid_out->plan.input.layout.name().c_str(),
+                                        laid_out->degrees.why.c_str());
+    plan = std::move(laid_out->plan);
+  } else {
+    plan = planner::plan_memory(*input);
+  }
   if (!plan) return fail(plan.status());
   if (args->has("json"))
     std::printf("%s\n", planner::plan_json(*plan).dump(2).c_str());

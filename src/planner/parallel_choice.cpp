@@ -46,4 +46,38 @@ Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3C
                           "); use more GPUs, a smaller canvas or fewer frames, or check `orochi plan`");
 }
 
+ParallelLayout layout_for(const ParallelDegrees& d) {
+  using Kind = ParallelLayout::Kind;
+  if (d.tp > 1 && d.sp > 1) return {Kind::kTensorSequence, d.tp * d.sp, d.sp};
+  if (d.tp > 1) return {Kind::kTensor, d.tp, 1};
+  if (d.sp > 1) return {Kind::kSequence, d.sp, 1};
+  return {};
+}
+
+Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
+  constexpr double kGiB = 1 << 30;
+  const int gpus = in.gpus.count;
+  in.layout = {};
+  in.gpus.count = 1;
+  double weights = 0, request = 0;
+  if (gpus > 1) {
+    // Every weight counted as resident: what one GPU would need to hold the whole model.
+    PlanInput whole = in;
+    whole.tiers.peer = whole.tiers.host = false;
+    OROCHI_ASSIGN_OR_RETURN(const MemoryPlan one, plan_memory(whole));
+    for (const PhasePlan& phase : one.phases)
+      if (phase.name == "denoiser" && !phase.gpus.empty()) {
+        weights = phase.gpus[0].pool_bytes(PoolKind::kWeights) / kGiB;
+        request = phase.gpus[0].total() / kGiB - weights;
+      }
+  }
+  LayoutPlan out;
+  OROCHI_ASSIGN_OR_RETURN(out.degrees, choose_parallel(mode, in.models.transformer, gpus,
+                                                       static_cast<double>(in.gpus.vram_bytes) / kGiB, weights, request));
+  in.gpus.count = gpus;
+  in.layout = layout_for(out.degrees);
+  OROCHI_ASSIGN_OR_RETURN(out.plan, plan_memory(in));
+  return out;
+}
+
 }  // namespace orochi::planner

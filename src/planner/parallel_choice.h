@@ -5,6 +5,7 @@
 
 #include "core/status.h"
 #include "models/h3/config.h"
+#include "planner/plan_memory.h"
 
 namespace orochi::planner {
 
@@ -19,5 +20,17 @@ struct ParallelDegrees {
 // Memory per GPU is estimated as weights / tp + request / (tp * sp) from the one-GPU figures.
 Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3Config& config, int gpus,
                                           double vram_gib, double weights_gib, double request_gib);
+
+// Plans `in` on in.gpus.count GPUs laid out by `mode` (auto, tp, sp, tpxsp): the one-GPU plan's
+// denoiser figures (weights, the rest) choose the degrees, then that layout is planned. in.layout
+// is ignored. For `orochi plan --parallel auto` and `orochi generate --gpus N`.
+struct LayoutPlan {
+  MemoryPlan plan;
+  ParallelDegrees degrees;
+};
+Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode);
+
+// The planner's layout for chosen degrees.
+ParallelLayout layout_for(const ParallelDegrees& degrees);
 
 }  // namespace orochi::planner
