@@ -1,6 +1,7 @@
 // `orochi bench dit`: the H3 denoiser forward on one GPU (or --gpus N on the same request) with
 // random weights of the real shapes (no checkpoint), over the pipeline's packed t2va layout. Times
-// whole forwards (wall clock, waited for) and reports median, spread, achieved TFLOP/s against the measured H200 ceilings and peak memory.
+// whole forwards (wall clock, waited for) and reports median, spread, achieved TFLOP/s against the
+// measured H200 ceilings and peak memory.
 // --dump-outputs writes the last forward's outputs with its inputs and layout, so that
 // scripts/device/compare_h3_full.py can run diffusers on the same request and weights.
 #include <algorithm>
@@ -150,8 +151,6 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!degrees) return fail(degrees.status());
   h3::gpu::MultiGpuLayout parallel{.tp = degrees->tp, .sp = degrees->sp,
                                    .comm_deadline = std::chrono::milliseconds(*comm_timeout * 1000), .fault = {}};
-  std::unique_ptr<h3::gpu::H3GpuRunner> single;
-  std::unique_ptr<h3::gpu::H3MultiGpu> multi;
   std::optional<StreamingChoice> streaming;
   h3::gpu::WeightStreaming weight_streaming;
   if (args->has("vram-per-gpu")) {
@@ -170,31 +169,19 @@ int run_bench(const std::vector<std::string>& argv) {
                  choice->count(), static_cast<long long>(*layers), choice->peer ? "the next GPU" : "pinned host RAM",
                  choice->slots, *cap);
   }
-  if (*gpus == 1) {
-    auto runner = h3::gpu::H3GpuRunner::create(config, static_cast<int>(*device), size, {}, weight_streaming);
-    if (!runner) return fail(runner.status());
-    single = std::move(*runner);
-  } else {
-    std::vector<int> devices;
-    for (int64_t g = 0; g < *gpus; ++g) devices.push_back(static_cast<int>(*device + g));
-    auto mg = h3::gpu::H3MultiGpu::create(config, devices, parallel, size);
-    if (!mg) return fail(mg.status());
-    multi = std::move(*mg);
+  // One GPU is H3MultiGpu's 1 x 1 case, as in generate.
+  std::vector<int> devices;
+  for (int64_t g = 0; g < *gpus; ++g) devices.push_back(static_cast<int>(*device + g));
+  auto created = h3::gpu::H3MultiGpu::create(config, devices, parallel, size, weight_streaming);
+  if (!created) return fail(created.status());
+  h3::gpu::H3MultiGpu& gpus_run = **created;
+  if (*gpus > 1)
     std::fprintf(stderr, "[orochi] layout: tp %d x sp %d over GPUs %lld..%lld (%s)\n", parallel.tp, parallel.sp,
                  static_cast<long long>(*device), static_cast<long long>(*device + *gpus - 1), degrees->why.c_str());
-  }
-  h3::gpu::H3GpuRunner& runner0 = single ? *single : multi->runner(0);
-  auto run_forward = [&]() -> Status {
-    if (multi) return multi->forward();
-    OROCHI_RETURN_IF_ERROR(single->forward());
-    return single->synchronize();
-  };
-  if (Status s = single ? single->init_random_weights(static_cast<uint64_t>(*seed))
-                        : multi->init_random_weights(static_cast<uint64_t>(*seed));
-      !s.is_ok())
-    return fail(s);
-  if (Status s = single ? single->set_request(ts.timesteps, in) : multi->set_request(ts.timesteps, in); !s.is_ok())
-    return fail(s);
+  h3::gpu::H3GpuRunner& runner0 = gpus_run.runner(0);
+  auto run_forward = [&]() -> Status { return gpus_run.forward(); };
+  if (Status s = gpus_run.init_random_weights(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);
+  if (Status s = gpus_run.set_request(ts.timesteps, in); !s.is_ok()) return fail(s);
 
   std::vector<double> times;
   for (int64_t i = 0; i < *warmup + *iters; ++i) {
@@ -223,7 +210,7 @@ int run_bench(const std::vector<std::string>& argv) {
   size_t free_after = 0;
   cudaMemGetInfo(&free_after, &total);
   cudaSetDevice(static_cast<int>(*device));
-  Expected<h3::H3Outputs> out = single ? single->outputs() : multi->outputs();
+  Expected<h3::H3Outputs> out = gpus_run.outputs();
   if (!out) return fail(out.status());
   bool finite = true;
   uint64_t hash = 1469598103934665603ull;  // FNV-1a over the outputs' bytes: equal runs, equal hash

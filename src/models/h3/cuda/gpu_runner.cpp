@@ -282,9 +282,11 @@ Expected<RankOutputs> H3GpuRunner::rank_outputs() {
 }
 
 Expected<H3Outputs> H3GpuRunner::outputs() {
+  if (rank_.sp_size > 1)
+    return Status(ErrorCode::kInternal, "one sequence-parallel rank holds only its rows: take the request's outputs "
+                                        "from H3MultiGpu::outputs()");
   OROCHI_ASSIGN_OR_RETURN(RankOutputs mine, rank_outputs());
-  if (rank_.sp_size == 1) return std::move(mine.rows);  // every row, in order
-  return merge_rank_outputs({mine}, config_, buf_->size);
+  return std::move(mine.rows);  // every row, in order
 }
 
 Expected<H3Outputs> merge_rank_outputs(const std::vector<RankOutputs>& ranks, const H3Config& c, const RequestSize& size) {

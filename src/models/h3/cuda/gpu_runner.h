@@ -12,8 +12,8 @@
 //
 // Many GPUs: one runner per GPU, created with its ParallelRank (TP x SP) and given its groups'
 // Comm members (dist/comm.h, enqueueing on runner->stream()) before the weights. Each holds its TP
-// share of the weights and computes its SP share of the rows; outputs() then holds only its rows
-// (rank_outputs() says where they go), and merge_rank_outputs() assembles the request's outputs.
+// share of the weights and computes its SP share of the rows; rank_outputs() then holds only its
+// rows and says where they go, and merge_rank_outputs() assembles the request's outputs.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -75,7 +75,7 @@ class H3GpuRunner {
   Status update_rows(const H3Inputs& inputs);
   Status forward();
   Status synchronize();
-  Expected<H3Outputs> outputs();  // host f32 copies (one GPU: the whole request)
+  Expected<H3Outputs> outputs();  // host f32 copies of the whole request (no SP: every row is here)
   Expected<RankOutputs> rank_outputs();  // this rank's rows and where they go
 
   cudaStream_t stream() const { return stream_; }
