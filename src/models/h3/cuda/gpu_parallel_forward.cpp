@@ -28,16 +28,12 @@ Status H3GpuRunner::comm_after_compute() {
   return launched(cudaStreamWaitEvent(comm_stream_, compute_ready_, 0), "comm stream wait");
 }
 
-Status H3GpuRunner::compute_waits(cudaEvent_t comm_event) {
-  timer_.begin("wait for comm");  // the communication the compute stream could not hide
-  Status s = launched(cudaStreamWaitEvent(stream_, comm_event, 0), "compute stream wait");
-  timer_.end();
-  return s;
-}
-
 Status H3GpuRunner::compute_after_comm() {
   OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(comm_done_, comm_stream_));
-  return compute_waits(comm_done_);
+  timer_.begin("wait for comm");  // the communication the compute stream could not hide
+  Status s = launched(cudaStreamWaitEvent(stream_, comm_done_, 0), "compute stream wait");
+  timer_.end();
+  return s;
 }
 
 Status H3GpuRunner::linear_reduced(const GpuLinear& l, const Tensor& x, const Tensor& y, const char* what) {

@@ -110,7 +110,6 @@ class H3GpuRunner {
   // Orders the comm stream after the compute stream's work so far, and back.
   Status comm_after_compute();
   Status compute_after_comm();
-  Status compute_waits(cudaEvent_t comm_event);
   Status refiner_block(const GpuBlock& b, const Tensor& t);
   Status transformer_block(size_t index, const GpuBlock& b);
   // After the weights: the slots' views, and the streamer over them.
