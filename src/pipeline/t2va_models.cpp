@@ -10,10 +10,6 @@
 namespace orochi::pipeline {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // N(mean, std) from the counter-based RNG; each tensor its own stream, so adding a parameter
 // never changes the others.
 Tensor normal_param(const Shape& shape, uint64_t seed, uint64_t stream, float mean, float stddev) {
@@ -59,11 +55,11 @@ h3vae::DecoderWeights demo_video_weights(const h3vae::VideoVaeConfig& config, ui
   auto source = [&](const h3vae::ParamSpec& spec) -> Expected<Tensor> {
     const std::string& n = spec.name;
     ++stream;
-    if (ends_with(n, "norm1.weight") || ends_with(n, "norm2.weight") || ends_with(n, "norm_out.weight"))
+    if (n.ends_with("norm1.weight") || n.ends_with("norm2.weight") || n.ends_with("norm_out.weight"))
       return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);
-    if (ends_with(n, "scale1") || ends_with(n, "scale2")) return normal_param(spec.shape, seed, stream, 0.5f, 0.1f);
-    if (ends_with(n, ".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.05f);
-    if (ends_with(n, "register_tokens")) return normal_param(spec.shape, seed, stream, 0.0f, 1.0f);
+    if (n.ends_with("scale1") || n.ends_with("scale2")) return normal_param(spec.shape, seed, stream, 0.5f, 0.1f);
+    if (n.ends_with(".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.05f);
+    if (n.ends_with("register_tokens")) return normal_param(spec.shape, seed, stream, 0.0f, 1.0f);
     return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
   };
   Expected<h3vae::DecoderWeights> w = h3vae::assemble_decoder_weights(config, source);
@@ -93,12 +89,12 @@ h3_audio::AudioDecoderWeights demo_audio_weights(const h3_audio::AudioVaeConfig&
   auto source = [&](const h3_audio::TensorSpec& spec) -> Expected<Tensor> {
     const std::string& n = spec.name;
     ++stream;
-    if (ends_with(n, ".filter")) return demo_lowpass(spec.shape);
-    if (ends_with(n, ".alpha") || ends_with(n, ".beta")) return normal_param(spec.shape, seed, stream, 0.0f, 0.1f);
-    if (ends_with(n, ".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.02f);
+    if (n.ends_with(".filter")) return demo_lowpass(spec.shape);
+    if (n.ends_with(".alpha") || n.ends_with(".beta")) return normal_param(spec.shape, seed, stream, 0.0f, 0.1f);
+    if (n.ends_with(".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.02f);
     // Weight norm makes each output filter's norm g: about 1 keeps the signal's scale, and the
     // last convolution is quieter so the demo's soundtrack is not a full-scale roar.
-    if (ends_with(n, ".weight_g"))
+    if (n.ends_with(".weight_g"))
       return normal_param(spec.shape, seed, stream, n.rfind("decoder.conv_post", 0) == 0 ? 0.2f : 1.0f, 0.0f);
     return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
   };

@@ -13,14 +13,11 @@ uint64_t buffer(int64_t elements, uint64_t element_bytes) {
   return (static_cast<uint64_t>(std::max<int64_t>(elements, 0)) * element_bytes + kAlignment - 1) / kAlignment *
          kAlignment;
 }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // As gpu_vae_weights.cpp: linears and register tokens f16; norms, LayerScales and the output
 // LayerNorm f32.
 bool video_vae_f32(const std::string& name) {
-  return name.find("norm") != std::string::npos || ends_with(name, "scale1") || ends_with(name, "scale2");
+  return name.find("norm") != std::string::npos || name.ends_with("scale1") || name.ends_with("scale2");
 }
 
 }  // namespace
@@ -42,7 +39,7 @@ std::vector<WeightGroup> decode_weight_groups(const ModelConfigs& m) {
   // gpu_audio_weights.cpp: f32, each weight_g / weight_v pair folded into one tensor of v's size.
   uint64_t audio = kAlignment;
   for (const h3_audio::TensorSpec& spec : h3_audio::decoder_tensors(m.audio_vae))
-    if (!ends_with(spec.name, ".weight_g")) audio += buffer(shape_numel(spec.shape), 4);
+    if (!spec.name.ends_with(".weight_g")) audio += buffer(shape_numel(spec.shape), 4);
   groups.push_back({"audio VAE", audio, false});
   return groups;
 }

@@ -16,15 +16,10 @@ uint64_t buffer(int64_t elements, uint64_t element_bytes) {
 }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // As gpu_weights.cpp: the checkpoint's f32 islands stay f32 on the GPU, the rest is bf16.
 bool is_f32_island(const std::string& name) {
   for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
-    if (starts_with(name, p)) return true;
+    if (name.starts_with(p)) return true;
   return false;
 }
 
@@ -32,18 +27,18 @@ bool is_f32_island(const std::string& name) {
 bool is_tp_split(const std::string& name) {
   for (const char* l : {"attn.to_q.weight", "attn.to_k.weight", "attn.to_v.weight", "attn.to_out.0.weight",
                         "ff.net.0.proj.weight", "ff.net.2.weight"})
-    if (ends_with(name, l)) return true;
+    if (name.ends_with(l)) return true;
   return false;
 }
 
 std::string group_of(const std::string& name) {
   if (h3::param_group_of(name) == h3::ParamGroup::kAdaln) return "adaln";
-  if (starts_with(name, "token_refiner.")) return "refiner";
-  if (starts_with(name, "transformer_blocks.")) {
+  if (name.starts_with("token_refiner.")) return "refiner";
+  if (name.starts_with("transformer_blocks.")) {
     const size_t end = name.find('.', 19);
     return "block " + name.substr(19, end - 19);
   }
-  if (starts_with(name, "norm_out.") || starts_with(name, "proj_out.") || starts_with(name, "audio_proj_out."))
+  if (name.starts_with("norm_out.") || name.starts_with("proj_out.") || name.starts_with("audio_proj_out."))
     return "heads";
   return "embedders";
 }

@@ -15,10 +15,6 @@ namespace fs = std::filesystem;
 constexpr const char* kExpected =
     "expected a .safetensors file, a *.safetensors.index.json, or a folder holding them";
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string join_names(const std::vector<std::string>& names, size_t limit) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < limit; ++i)
@@ -28,8 +24,8 @@ std::string join_names(const std::vector<std::string>& names, size_t limit) {
 }
 
 bool is_pickle_weights(const std::string& name) {
-  return ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth") ||
-         ends_with(name, ".ckpt");
+  return name.ends_with(".bin") || name.ends_with(".pt") || name.ends_with(".pth") ||
+         name.ends_with(".ckpt");
 }
 
 // PyTorch pickles would otherwise fail as "corrupt safetensors", which misleads.
@@ -51,8 +47,8 @@ Expected<FolderListing> list_folder(const std::string& dir) {
     if (!it->is_regular_file(ec)) continue;  // follows symlinks, as HF cache snapshots use them
     const std::string name = it->path().filename().string();
     const std::string full = it->path().string();
-    if (ends_with(name, ".safetensors.index.json")) listing.indexes.push_back(full);
-    else if (ends_with(name, ".safetensors")) listing.safetensors.push_back(full);
+    if (name.ends_with(".safetensors.index.json")) listing.indexes.push_back(full);
+    else if (name.ends_with(".safetensors")) listing.safetensors.push_back(full);
     else if (is_pickle_weights(name)) listing.has_pytorch_bins = true;
   }
   if (ec) return io_error(dir + ": cannot list the folder (" + ec.message() + ")");
@@ -68,7 +64,7 @@ Expected<Checkpoint> Checkpoint::open(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) return not_found(path + ": no such file or folder; " + kExpected);
   if (!fs::is_directory(st)) {
-    if (ends_with(path, ".index.json")) return open_index(path);
+    if (path.ends_with(".index.json")) return open_index(path);
     return open_files(path, {path});
   }
 

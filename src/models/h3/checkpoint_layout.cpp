@@ -12,8 +12,6 @@ constexpr const char* kPrefixes[] = {"", "model.diffusion_model.", "diffusion_mo
 // Present in the original release but recomputed here, so allowed and ignored.
 constexpr const char* kIgnoredOriginalKeys[] = {"rope.inv_freq"};
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
 // Replaces the first occurrence of `from` (if any) with `to`.
 bool replace_once(std::string& s, const char* from, const char* to) {
   const size_t at = s.find(from);
@@ -87,7 +85,7 @@ std::string original_key(const std::string& name) {
       {"audio_proj_out.", "final_layer.audio_out."},
   };
   for (const auto& [from, to] : kHeads) {
-    if (starts_with(k, from)) {
+    if (k.starts_with(from)) {
       k = to + k.substr(std::strlen(from));
       break;
     }

@@ -5,11 +5,6 @@
 namespace orochi::h3 {
 namespace {
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 std::string divisors_of(int64_t n) {
   std::string out;
   for (int64_t d = 1; d <= n; ++d)
@@ -41,12 +36,12 @@ TpShare tp_share(const H3Config& c, int tp_rank, int tp_size) {
 TpSlice tp_slice_of(const std::string& name, const H3Config& c, const TpShare& share) {
   const int64_t hd = c.attention_head_dim;
   const dist::Range head_elems{share.heads.begin * hd, share.heads.end * hd};
-  if (!ends_with(name, ".weight")) return {};  // H3's split linears have no biases
-  if (ends_with(name, "attn.to_q.weight") || ends_with(name, "attn.to_k.weight") || ends_with(name, "attn.to_v.weight"))
+  if (!name.ends_with(".weight")) return {};  // H3's split linears have no biases
+  if (name.ends_with("attn.to_q.weight") || name.ends_with("attn.to_k.weight") || name.ends_with("attn.to_v.weight"))
     return {TpSlice::Kind::kOutRows, head_elems, 0};
-  if (ends_with(name, "attn.to_out.0.weight")) return {TpSlice::Kind::kInColumns, head_elems, 0};
-  if (ends_with(name, "ff.net.0.proj.weight")) return {TpSlice::Kind::kOutRowsBothHalves, share.ffn, c.ffn_dim};
-  if (ends_with(name, "ff.net.2.weight")) return {TpSlice::Kind::kInColumns, share.ffn, 0};
+  if (name.ends_with("attn.to_out.0.weight")) return {TpSlice::Kind::kInColumns, head_elems, 0};
+  if (name.ends_with("ff.net.0.proj.weight")) return {TpSlice::Kind::kOutRowsBothHalves, share.ffn, c.ffn_dim};
+  if (name.ends_with("ff.net.2.weight")) return {TpSlice::Kind::kInColumns, share.ffn, 0};
   return {};
 }
 

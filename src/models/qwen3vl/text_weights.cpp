@@ -11,8 +11,6 @@ namespace {
 // Tried in order; the first under which "embed_tokens.weight" exists wins.
 constexpr const char* kPrefixes[] = {"model.language_model.", "language_model.", ""};
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
-
 Expected<std::string> detect_prefix(const weights::Checkpoint& ckpt) {
   for (const char* p : kPrefixes)
     if (ckpt.contains(std::string(p) + "embed_tokens.weight")) return std::string(p);
@@ -27,7 +25,7 @@ Expected<std::string> detect_prefix(const weights::Checkpoint& ckpt) {
 
 // The layer index of "layers.{i}.…", or -1.
 int64_t layer_index(const std::string& rest) {
-  if (!starts_with(rest, "layers.")) return -1;
+  if (!rest.starts_with("layers.")) return -1;
   char* end = nullptr;
   const char* digits = rest.c_str() + 7;
   const long long i = std::strtoll(digits, &end, 10);
@@ -39,7 +37,7 @@ int64_t layer_index(const std::string& rest) {
 // non-persistent rotary buffer some exports carry, and existing layers past the stop. Keys of other
 // components (vision tower, LM head) lie outside the prefix and are skipped before this.
 bool skipped_on_purpose(const std::string& rest, const TextConfig& c, int64_t stop) {
-  if (starts_with(rest, "norm.") || starts_with(rest, "rotary_emb.")) return true;
+  if (rest.starts_with("norm.") || rest.starts_with("rotary_emb.")) return true;
   const int64_t i = layer_index(rest);
   return i >= stop && i < c.num_hidden_layers;
 }
@@ -48,10 +46,10 @@ Status check_keys(const weights::Checkpoint& ckpt, const std::string& prefix, co
                   int64_t stop, const std::vector<std::string>& expected) {
   std::vector<std::string> present;
   for (const std::string& name : ckpt.names()) {
-    if (!starts_with(name, prefix)) continue;
+    if (!name.starts_with(prefix)) continue;
     // With an empty prefix the other components would be "under" it; keep them out by name.
     if (prefix.empty() &&
-        (starts_with(name, "model.") || starts_with(name, "lm_head.") || starts_with(name, "visual.")))
+        (name.starts_with("model.") || name.starts_with("lm_head.") || name.starts_with("visual.")))
       continue;
     if (!skipped_on_purpose(name.substr(prefix.size()), c, stop)) present.push_back(name);
   }

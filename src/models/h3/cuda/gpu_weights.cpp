@@ -18,10 +18,6 @@ bool is_f32_island(const std::string& name) {
   return false;
 }
 bool is_adaln(const std::string& name) { return param_group_of(name) == ParamGroup::kAdaln; }
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::char_traits<char>::length(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
 
 GpuLinear linear_from(const std::map<std::string, Tensor>& t, const std::string& p, bool bias) {
   GpuLinear l{t.at(p + ".weight"), {}};
@@ -103,7 +99,7 @@ struct RandomInit {
 };
 RandomInit random_init(const std::string& name) {
   if (param_group_of(name) == ParamGroup::kNorm) return {1.0f, 0.1f};
-  return {0.0f, ends_with(name, ".bias") ? 0.05f : 0.2f};
+  return {0.0f, name.ends_with(".bias") ? 0.05f : 0.2f};
 }
 // Real-size weights need a smaller scale to keep activations finite through 50 blocks.
 float fan_in_scale(const ParamSpec& spec) {
@@ -191,7 +187,7 @@ Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& ar
   auto make = [&](const ParamSpec& spec, DType dtype, const TpSlice& slice, cuda::DeviceArena& into) -> Expected<Tensor> {
     OROCHI_ASSIGN_OR_RETURN(Tensor d, into.tensor(tp_local_shape(spec.shape, slice), dtype));
     const RandomInit init = random_init(spec.name);
-    const float scale = init.mean == 0.0f && !ends_with(spec.name, ".bias") ? fan_in_scale(spec) : 1.0f;
+    const float scale = init.mean == 0.0f && !spec.name.ends_with(".bias") ? fan_in_scale(spec) : 1.0f;
     const uint64_t id = stream_of.at(spec.name);
     if (slice.kind == TpSlice::Kind::kReplicated) {
       OROCHI_RETURN_IF_ERROR(cuda::fill_normal(d, seed, id, init.mean, init.stddev * scale, stream));

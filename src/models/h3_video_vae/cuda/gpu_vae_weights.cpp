@@ -63,19 +63,15 @@ std::vector<Slot> slots_of(const VideoVaeConfig& c, GpuDecoderWeights& g, const 
   return out;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 struct RandomInit {
   float mean, stddev;
 };
 RandomInit random_init(const Slot& slot) {
-  if (slot.shape.size() == 2 && ends_with(slot.name, ".weight"))
+  if (slot.shape.size() == 2 && slot.name.ends_with(".weight"))
     return {0.0f, 0.8f / std::sqrt(static_cast<float>(slot.shape[1]))};  // matrices: unit-ish outputs
-  if (ends_with(slot.name, "register_tokens")) return {0.0f, 1.0f};
-  if (ends_with(slot.name, "scale1") || ends_with(slot.name, "scale2")) return {0.1f, 0.02f};
-  if (ends_with(slot.name, ".weight")) return {1.0f, 0.05f};  // norm weights
+  if (slot.name.ends_with("register_tokens")) return {0.0f, 1.0f};
+  if (slot.name.ends_with("scale1") || slot.name.ends_with("scale2")) return {0.1f, 0.02f};
+  if (slot.name.ends_with(".weight")) return {1.0f, 0.05f};  // norm weights
   return {0.0f, 0.02f};                                       // biases
 }
 
