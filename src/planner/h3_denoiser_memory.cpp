@@ -1,10 +1,9 @@
 #include "planner/h3_denoiser_memory.h"
 
-#include "models/h3/tensor_parallel.h"
-
 #include <algorithm>
 
 #include "models/h3/parameters.h"
+#include "models/h3/tensor_parallel.h"
 
 namespace orochi::planner {
 namespace {
@@ -15,21 +14,6 @@ uint64_t buffer(int64_t elements, uint64_t element_bytes) {
   return aligned(static_cast<uint64_t>(std::max<int64_t>(elements, 0)) * element_bytes);
 }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// As gpu_weights.cpp: the checkpoint's f32 islands stay f32 on the GPU, the rest is bf16.
-bool is_f32_island(const std::string& name) {
-  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
-    if (name.starts_with(p)) return true;
-  return false;
-}
-
-// The linears tensor parallelism splits (column: q, k, v, FFN in; row: out, FFN out).
-bool is_tp_split(const std::string& name) {
-  for (const char* l : {"attn.to_q.weight", "attn.to_k.weight", "attn.to_v.weight", "attn.to_out.0.weight",
-                        "ff.net.0.proj.weight", "ff.net.2.weight"})
-    if (name.ends_with(l)) return true;
-  return false;
-}
 
 std::string group_of(const std::string& name) {
   if (h3::param_group_of(name) == h3::ParamGroup::kAdaln) return "adaln";
@@ -64,7 +48,9 @@ Status check_h3_layout(const h3::H3Config& c, const ParallelLayout& layout) {
 }
 
 std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelLayout& layout) {
-  const uint64_t tp = static_cast<uint64_t>(layout.tp());
+  // As the GPU runner holds them (gpu_weights.cpp): TP rank 0's share, the largest when the FFN
+  // width splits unevenly; the checkpoint's f32 islands in f32, the rest bf16.
+  const h3::TpShare share = h3::tp_share(c, 0, layout.tp());
   std::vector<WeightGroup> groups;
   auto group = [&](const std::string& name) -> WeightGroup& {
     for (WeightGroup& g : groups)
@@ -78,13 +64,13 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
   group("adaln");
   for (const h3::ParamSpec& spec : h3::h3_parameters(c)) {
     const std::string g = group_of(spec.name);
-    uint64_t elements = static_cast<uint64_t>(shape_numel(spec.shape));
     if (g == "adaln") {
-      group(g).bytes += elements * 2;  // bf16 in host RAM, not an arena
+      group(g).bytes += static_cast<uint64_t>(shape_numel(spec.shape)) * 2;  // bf16 in host RAM, not an arena
       continue;
     }
-    if (is_tp_split(spec.name)) elements /= tp;
-    group(g).bytes += aligned(elements * (is_f32_island(spec.name) ? 4 : 2));
+    const auto elements =
+        static_cast<uint64_t>(shape_numel(h3::tp_local_shape(spec.shape, h3::tp_slice_of(spec.name, c, share))));
+    group(g).bytes += aligned(elements * (h3::is_f32_island(spec.name) ? 4 : 2));
   }
   for (WeightGroup& g : groups) {
     if (g.name == "adaln") g.tier = Tier::kStreamedOnce;

@@ -74,4 +74,10 @@ ParamGroup param_group_of(std::string_view n) {
   return ParamGroup::kEmbedding;  // patch/audio/context projections, time MLP, rope buffers
 }
 
+bool is_f32_island(std::string_view name) {
+  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
 }  // namespace orochi::h3

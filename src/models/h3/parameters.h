@@ -28,4 +28,8 @@ std::vector<ParamSpec> h3_parameters(const H3Config& config);
 // Module group of a parameter name in either the diffusers or the original release naming.
 ParamGroup param_group_of(std::string_view name);
 
+// The released checkpoint's f32 islands (diffusers' _keep_in_fp32_modules: patch projections, time
+// MLP, output heads); every other parameter runs in bf16 on the GPU. Diffusers names.
+bool is_f32_island(std::string_view name);
+
 }  // namespace orochi::h3

@@ -11,12 +11,6 @@
 namespace orochi::h3::gpu {
 namespace {
 
-// The f32 islands of the released checkpoint (diffusers' _keep_in_fp32_modules).
-bool is_f32_island(const std::string& name) {
-  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
-    if (name.rfind(p, 0) == 0) return true;
-  return false;
-}
 bool is_adaln(const std::string& name) { return param_group_of(name) == ParamGroup::kAdaln; }
 
 GpuLinear linear_from(const std::map<std::string, Tensor>& t, const std::string& p, bool bias) {
