@@ -62,6 +62,8 @@ TEST(PlanCli, JsonHasTheSameData) {
   EXPECT_EQ(j["layout"], "tp2");
   ASSERT_EQ(j["phases"].size(), 3u);
   EXPECT_EQ(j["phases"][1]["gpus"].size(), 2u);
+  EXPECT_EQ(j["phases"][0]["layout"], "one GPU");  // the text encoder runs on GPU 0 alone
+  EXPECT_EQ(j["text_encoder_tiers"], j["tiers"]);  // --tiers places every phase
   EXPECT_TRUE(j["fits"].get<bool>());
   EXPECT_EQ(j["capacity"].size(), 3u);  // none, tp2, sp2
   uint64_t pools = 0;

@@ -104,11 +104,20 @@ TEST(PlannerTiers, TheRunTakesTheDenoiserBlocksThePlanStreams) {
   Expected<std::vector<bool>> none = streamed_denoiser_blocks(roomy, 50);
   ASSERT_TRUE(none.has_value());
   EXPECT_EQ(std::count(none->begin(), none->end(), true), 0);
-  // With a prompt the text encoder would stream too, which the runtime does not do yet.
-  Expected<std::vector<bool>> with_prompt = streamed_denoiser_blocks(plan_of(base(24)), 50);
-  ASSERT_FALSE(with_prompt.has_value());
-  EXPECT_NE(with_prompt.status().message().find("text encoder phase"), std::string::npos)
-      << with_prompt.status().message();
+  // With a prompt the text encoder streams too: the denoiser's blocks are the same question, and
+  // the text encoder's layers come from their own phase (the first stay, the last stream).
+  const MemoryPlan prompted = plan_of(base(24));
+  Expected<std::vector<bool>> with_prompt = streamed_denoiser_blocks(prompted, 50);
+  ASSERT_TRUE(with_prompt.has_value()) << with_prompt.status().to_string();
+  EXPECT_EQ(std::count(with_prompt->begin(), with_prompt->end(), true), count_tier(prompted.phases[1], Tier::kHost));
+  Expected<std::vector<bool>> layers = streamed_text_encoder_layers(prompted);
+  ASSERT_TRUE(layers.has_value()) << layers.status().to_string();
+  ASSERT_EQ(layers->size(), static_cast<size_t>(prompted.input.models.text_layers));
+  const int streamed_layers = static_cast<int>(std::count(layers->begin(), layers->end(), true));
+  EXPECT_GT(streamed_layers, 0);
+  EXPECT_EQ(streamed_layers, count_tier(prompted.phases[0], Tier::kHost, "layer "));
+  EXPECT_FALSE(layers->front());
+  EXPECT_TRUE(layers->back());
 }
 
 TEST(PlannerTiers, ASecondGpuStoresWeightsForTheFirst) {
@@ -180,12 +189,17 @@ TEST(PlannerCapacity, MoreGpusBehaveLikeOneLargerGpu) {
     EXPECT_EQ(r.equivalent, static_cast<int64_t>(r.gpus * from_gib(32)) - static_cast<int64_t>(r.overhead));
     // Fits the N GPUs exactly when the single-GPU need fits the equivalent GPU.
     EXPECT_EQ(r.per_gpu <= from_gib(32), static_cast<int64_t>(plan.capacity[0].per_gpu) <= r.equivalent) << r.layout;
-    // Tensor parallelism shards every phase's weights; sequence parallelism keeps whole copies,
-    // so the 45 GiB text encoder bounds it.
-    if (r.layout.rfind("tp", 0) == 0) {
-      EXPECT_LT(r.per_gpu, plan.capacity[0].per_gpu) << r.layout;
-    }
+    // The text encoder runs whole on GPU 0 under every layout, so with every weight resident its
+    // 45 GiB bound each row (the denoiser's share shrinks under tp, but it is not the largest).
+    EXPECT_EQ(r.per_gpu, plan.capacity[0].per_gpu) << r.layout;
   }
+  PlanInput features = base(32, 4);  // no prompt: tensor parallelism then shards the fullest phase
+  features.models.text_layers = 0;
+  const MemoryPlan denoiser_only = plan_of(features);
+  for (const CapacityRow& r : denoiser_only.capacity)
+    if (r.layout.rfind("tp", 0) == 0) {
+      EXPECT_LT(r.per_gpu, denoiser_only.capacity[0].per_gpu) << r.layout;
+    }
   EXPECT_EQ(plan.capacity.size(), 1u + 2 + 2);  // none; tp and sp for 2 and 4 (3 does not divide 56 heads)
 }
 
@@ -204,7 +218,13 @@ TEST(PlannerRefusal, TheMessageNamesTheShortfallAndTheFixes) {
   EXPECT_NE(s.message().find("has 24.00 GiB"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(plan.tightest.substr(plan.tightest.find(", ") + 2)), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("--tiers resident,peer,host"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("--parallel"), std::string::npos) << s.message();
+  // More GPUs cannot help while the 45 GiB text encoder must sit whole on GPU 0; without a prompt
+  // they can.
+  EXPECT_EQ(s.message().find("--parallel"), std::string::npos) << s.message();
+  in.models.text_layers = 0;
+  const Status features = check_fits(plan_of(in));
+  ASSERT_FALSE(features.is_ok());
+  EXPECT_NE(features.message().find("--parallel"), std::string::npos) << features.message();
   EXPECT_TRUE(check_fits(plan_of(base(139))).is_ok());
 }
 

@@ -18,6 +18,7 @@
 #include "apps/args.h"
 #include "apps/bench_streaming.h"
 #include "apps/commands.h"
+#include "apps/format.h"
 #include "planner/parallel_choice.h"
 #include "models/h3/flops.h"
 #include "pipeline/packed_layout.h"
@@ -213,14 +214,9 @@ int run_bench(const std::vector<std::string>& argv) {
   Expected<h3::H3Outputs> out = gpus_run.outputs();
   if (!out) return fail(out.status());
   bool finite = true;
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the outputs' bytes: equal runs, equal hash
-  for (const Tensor* t : {&out->video, &out->audio}) {
+  for (const Tensor* t : {&out->video, &out->audio})
     for (int64_t i = 0; i < t->numel(); ++i) finite &= std::isfinite(t->data<float>()[i]);
-    const auto* bytes = static_cast<const unsigned char*>(t->raw_data());
-    for (size_t i = 0; i < t->nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
-  }
-  char hash_hex[17];
-  std::snprintf(hash_hex, sizeof hash_hex, "%016llx", static_cast<unsigned long long>(hash));
+  const std::string hash_hex = fnv1a_hex({&out->video, &out->audio});
   if (args->has("dump-outputs")) {
     const std::map<std::string, std::string> metadata{
         {"format", "orochi-h3-forward-dump-v1"}, {"res", args->get("res", "480p")},

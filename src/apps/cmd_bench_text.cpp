@@ -10,14 +10,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/format.h"
 #include "core/tensor.h"
 #include "models/qwen3vl/text_config.h"
+#include "models/qwen3vl/text_weights.h"
 #include "weights/safetensors_writer.h"
 
 #ifdef OROCHI_WITH_CUDA
@@ -33,7 +36,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: orochi bench text [--tokens 256] [--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 7] "
     "[--json] [--dump-outputs PATH]\n"
+    "       [--checkpoint DIR | --write-checkpoint DIR] [--stream-layers N [--tier host|peer] [--slots 2]]\n"
     "  Qwen3-VL-32B text stack, random weights of the real shapes (bf16), token i = (i * 7919 + seed) mod vocab.\n"
+    "  --checkpoint DIR: the weights of a text_encoder/ folder instead, load time reported (page cache -> GPU).\n"
+    "  --write-checkpoint DIR: write the random weights there as a Qwen3VLTextModel folder (bf16).\n"
+    "  --stream-layers N: the last N layers stay in pinned host RAM (or on the other GPU) and stream in.\n"
     "  --dump-outputs PATH: write token_ids (i64 [L]) and hidden (f32 [L, 5120], the residual stream after\n"
     "  --layers layers) to the safetensors file PATH (for scripts/device/compare_qwen3vl_full.py)";
 
@@ -81,15 +88,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int run_bench_text(const std::vector<std::string>& argv) {
-  Expected<Args> args =
-      Args::parse(argv, {"tokens", "layers", "warmup", "iters", "device", "seed", "dump-outputs"}, {"json"});
+  Expected<Args> args = Args::parse(argv,
+                                    {"tokens", "layers", "warmup", "iters", "device", "seed", "dump-outputs",
+                                     "checkpoint", "write-checkpoint", "stream-layers", "tier", "slots"},
+                                    {"json"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "text") return fail(invalid_argument(kUsage));
   Expected<int64_t> tokens = args->get_int("tokens", 256), layers = args->get_int("layers", 50);
   Expected<int64_t> warmup = args->get_int("warmup", 2), iters = args->get_int("iters", 5);
   Expected<int64_t> device = args->get_int("device", 0), seed = args->get_int("seed", 7);
-  for (const Status& s :
-       {tokens.status(), layers.status(), warmup.status(), iters.status(), device.status(), seed.status()})
+  Expected<int64_t> stream_layers = args->get_int("stream-layers", 0), slots = args->get_int("slots", 2);
+  for (const Status& s : {tokens.status(), layers.status(), warmup.status(), iters.status(), device.status(),
+                          seed.status(), stream_layers.status(), slots.status()})
     if (!s.is_ok()) return fail(s);
   const qwen3vl::TextConfig config = qwen3vl::TextConfig::qwen3vl_32b();
   if (*iters < 1 || *warmup < 0 || *tokens < 1 || *seed < 0 || *device < 0)
@@ -97,6 +107,13 @@ int run_bench_text(const std::vector<std::string>& argv) {
   if (*layers < 1 || *layers > config.num_hidden_layers)
     return fail(invalid_argument("--layers must be in 1.." + std::to_string(config.num_hidden_layers) + ", got " +
                                  std::to_string(*layers)));
+  if (*stream_layers < 0 || *stream_layers > *layers || *slots < 1)
+    return fail(invalid_argument("--stream-layers must be in 0..--layers and --slots >= 1"));
+  const std::string tier = args->get("tier", "host");
+  if (tier != "host" && tier != "peer") return fail(invalid_argument("--tier is host or peer, got '" + tier + "'"));
+  if (args->has("write-checkpoint") && (*stream_layers > 0 || args->has("checkpoint")))
+    return fail(invalid_argument("--write-checkpoint writes the random weights with every layer resident: drop "
+                                 "--stream-layers and --checkpoint"));
   const std::string dump_path = args->get("dump-outputs", "");
   if (args->has("dump-outputs")) {
     const std::filesystem::path parent = std::filesystem::absolute(dump_path).parent_path();
@@ -112,16 +129,43 @@ int run_bench_text(const std::vector<std::string>& argv) {
                           "(-DOROCHI_CUDA=ON)"));
 #else
   const int dev = static_cast<int>(*device);
-  std::fprintf(stderr, "[orochi] Qwen3-VL text bench: %lld tokens, %lld layers; generating weights on GPU %d...\n",
-               static_cast<long long>(*tokens), static_cast<long long>(*layers), dev);
+  qwen3vl::gpu::TextStreaming streaming;
+  if (*stream_layers > 0) {  // the last layers stream, as the planner places them
+    streaming.streamed.assign(static_cast<size_t>(*layers), false);
+    std::fill(streaming.streamed.end() - *stream_layers, streaming.streamed.end(), true);
+    streaming.slots = static_cast<int>(*slots);
+    streaming.tier = tier == "peer" ? weights::WeightTier::kPeer : weights::WeightTier::kHost;
+    streaming.peer_device = tier == "peer" ? (dev == 0 ? 1 : 0) : -1;
+  }
   size_t free_before = 0, total = 0;
   if (Status s = cuda::cuda_status(cudaSetDevice(dev), "cudaSetDevice"); !s.is_ok()) return fail(s);
   cudaMemGetInfo(&free_before, &total);
-  auto encoder = qwen3vl::gpu::GpuTextEncoder::create(config, *layers, dev, *tokens);
+  auto encoder = qwen3vl::gpu::GpuTextEncoder::create(config, *layers, dev, *tokens, streaming);
   if (!encoder) return fail(encoder.status());
-  auto t_init = std::chrono::steady_clock::now();
-  if (Status s = (*encoder)->init_random(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);
+  // The weights: a checkpoint folder (timed from the page cache to the GPU), or random ones.
+  std::optional<qwen3vl::TextWeights> host;  // the checkpoint's views must outlive the encoder's use
+  const auto t_init = std::chrono::steady_clock::now();
+  double open_s = 0;
+  if (args->has("checkpoint")) {
+    std::fprintf(stderr, "[orochi] Qwen3-VL text bench: loading %lld layers from %s to GPU %d...\n",
+                 static_cast<long long>(*layers), args->get("checkpoint", "").c_str(), dev);
+    Expected<qwen3vl::TextWeights> loaded = qwen3vl::load_text_weights(args->get("checkpoint", ""), *layers);
+    if (!loaded) return fail(loaded.status());
+    host = std::move(loaded).value();
+    open_s = seconds_since(t_init);
+    if (Status s = (*encoder)->upload(*host); !s.is_ok()) return fail(s);
+  } else {
+    std::fprintf(stderr, "[orochi] Qwen3-VL text bench: %lld tokens, %lld layers; generating weights on GPU %d...\n",
+                 static_cast<long long>(*tokens), static_cast<long long>(*layers), dev);
+    if (Status s = (*encoder)->init_random(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);
+  }
   const double init_s = seconds_since(t_init);
+  if (args->has("write-checkpoint")) {
+    const auto t_write = std::chrono::steady_clock::now();
+    if (Status s = (*encoder)->write_checkpoint(args->get("write-checkpoint", "")); !s.is_ok()) return fail(s);
+    std::fprintf(stderr, "[orochi] wrote the weights to %s in %.1f s\n", args->get("write-checkpoint", "").c_str(),
+                 seconds_since(t_write));
+  }
 
   std::vector<double> times;
   Tensor hidden;  // f32 [L, hidden], the last run's output
@@ -165,23 +209,47 @@ int run_bench_text(const std::vector<std::string>& argv) {
   const double median = sorted[sorted.size() / 2], lo = sorted.front(), hi = sorted.back();
   const double weights_gib = static_cast<double>((*encoder)->weight_bytes()) / double(1 << 30);
   const double used_gib = (static_cast<double>(free_before) - static_cast<double>(free_after)) / double(1 << 30);
+  const cuda::UploadStats& up = (*encoder)->upload_stats();
   nlohmann::json j{{"engine", "orochi"},         {"model", "qwen3-vl-32b-text"},
                    {"layers", *layers},          {"tokens", *tokens},
                    {"seed", *seed},              {"encode_s_median", median},
                    {"encode_s_min", lo},         {"encode_s_max", hi},
                    {"encode_s_all", times},      {"tflops", flops.total() / median / 1e12},
                    {"linear_tflop", flops.linear / 1e12}, {"attention_tflop", flops.attention / 1e12},
-                   {"weights_gib", weights_gib}, {"init_weights_s", init_s},
-                   {"gpu_used_gib", used_gib},   {"out_finite", finite}};
+                   {"weights_gib", weights_gib}, {"gpu_used_gib", used_gib},
+                   {"out_finite", finite},       {"outputs_fnv1a", fnv1a_hex(hidden)},
+                   {"stream_layers", *stream_layers}, {"tier_gib", (*encoder)->tier_bytes() / double(1 << 30)}};
+  if (host) {
+    j["weights_source"] = args->get("checkpoint", "");
+    j["load_s"] = init_s;  // open + map + upload: page cache -> GPU
+    j["open_s"] = open_s;
+    j["uploaded_gib"] = static_cast<double>(up.bytes) / double(1 << 30);
+    j["upload_gbps"] = static_cast<double>(up.bytes) / 1e9 / std::max(init_s - open_s, 1e-9);
+    j["upload_host_copy_s"] = up.host_seconds;
+    j["upload_wait_s"] = up.wait_seconds;
+  } else {
+    j["weights_source"] = "random (GpuTextEncoder::init_random)";
+    j["init_weights_s"] = init_s;
+  }
+  if (const weights::StreamStats* st = (*encoder)->stream_stats()) {
+    j["streamed_copies"] = st->copies();
+    j["streamed_gib"] = static_cast<double>(st->bytes()) / double(1 << 30);
+  }
   if (args->has("json")) {
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("Qwen3-VL-32B text stack, %lld tokens, %lld layers, bf16\n", static_cast<long long>(*tokens),
-                static_cast<long long>(*layers));
+    std::printf("Qwen3-VL-32B text stack, %lld tokens, %lld layers (%lld streamed), bf16\n",
+                static_cast<long long>(*tokens), static_cast<long long>(*layers),
+                static_cast<long long>(*stream_layers));
     std::printf("  median %.4f s (min %.4f, max %.4f over %zu), %.0f TFLOP/s (%.2f TFLOP per run)\n", median, lo, hi,
                 times.size(), flops.total() / median / 1e12, flops.total() / 1e12);
-    std::printf("  weights %.2f GiB generated in %.2f s; GPU in use by the run %.2f GiB; output %s\n", weights_gib,
-                init_s, used_gib, finite ? "finite" : "NOT FINITE");
+    if (host)
+      std::printf("  weights %.2f GiB loaded from %s in %.2f s (%.1f GB/s to the GPU)\n", weights_gib,
+                  args->get("checkpoint", "").c_str(), init_s, j["upload_gbps"].get<double>());
+    else
+      std::printf("  weights %.2f GiB generated in %.2f s\n", weights_gib, init_s);
+    std::printf("  GPU in use by the run %.2f GiB; output %s, fnv1a %s\n", used_gib, finite ? "finite" : "NOT FINITE",
+                fnv1a_hex(hidden).c_str());
   }
   return finite ? 0 : 1;
 #endif

@@ -41,9 +41,31 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 constexpr uint64_t kDemoWeightSeed = 20261129;
 
+// What a GPU run is planned to look like before any weight is read.
+struct GpuRunPlan {
+  std::optional<planner::MemoryPlan> memory;        // none for the demo and unplannable folders
+  std::optional<planner::ParallelDegrees> degrees;  // --gpus > 1: how they share the denoiser
+};
+
+// The text encoder runs on the run's first GPU: its layers the plan puts in pinned host RAM stream
+// from there; unplanned runs keep every layer resident.
+Expected<TextEncoderPlacement> place_text_encoder(const GenerateOptions& o, const GpuRunPlan& run) {
+  TextEncoderPlacement p;
+  p.device = o.gpu_index();
+  if (!run.memory) return p;
+  OROCHI_ASSIGN_OR_RETURN(p.streamed, planner::streamed_text_encoder_layers(*run.memory));
+  const planner::PlanInput& in = run.memory->input;
+  p.slots = in.text_encoder_tiers.value_or(in.tiers).staging_slots;
+  const auto count = std::count(p.streamed.begin(), p.streamed.end(), true);
+  if (count > 0 && !o.quiet)
+    std::fprintf(stderr, "orochi generate: %lld of %lld text-encoder layers stream from pinned host RAM (the plan)\n",
+                 static_cast<long long>(count), static_cast<long long>(p.streamed.size()));
+  return p;
+}
+
 // --prompt: tokenize, then the text encoder on the run's device; its memory is freed before the
 // denoiser's is used.
-Expected<Tensor> encode_prompt(const GenerateOptions& o, const h3::H3Config& transformer) {
+Expected<Tensor> encode_prompt(const GenerateOptions& o, const h3::H3Config& transformer, const GpuRunPlan& run) {
   const std::string text_encoder = *o.model_dir + "/text_encoder";
   int64_t max_tokens = 0, hidden = 0;
   OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(text_encoder, o.text_layer, &max_tokens, &hidden));
@@ -54,20 +76,16 @@ Expected<Tensor> encode_prompt(const GenerateOptions& o, const h3::H3Config& tra
   if (!o.quiet)
     std::fprintf(stderr, "orochi generate: prompt of %lld tokens through %lld text-encoder layers on %s\n",
                  static_cast<long long>(ids.numel()), static_cast<long long>(o.text_layer), o.device.c_str());
-  if (o.on_gpu()) return gpu_encode_prompt(text_encoder, ids, o.text_layer, o.gpu_index());
-  return pipeline::encode_prompt_cpu(text_encoder, ids, o.text_layer);
+  if (!o.on_gpu()) return pipeline::encode_prompt_cpu(text_encoder, ids, o.text_layer);
+  OROCHI_ASSIGN_OR_RETURN(const TextEncoderPlacement placement, place_text_encoder(o, run));
+  return gpu_encode_prompt(text_encoder, ids, o.text_layer, placement);
 }
-
-// What a GPU run is planned to look like before any weight is read.
-struct GpuRunPlan {
-  std::optional<planner::MemoryPlan> memory;        // none for the demo and unplannable folders
-  std::optional<planner::ParallelDegrees> degrees;  // --gpus > 1: how they share the denoiser
-};
 
 // A GPU run is planned from the configs before any weight is read (planner/), against the GPU's
 // memory as the driver reports it, and refused with the plan's numbers when it cannot fit. On one
 // GPU the denoiser blocks the plan puts in pinned host RAM stream from there at run time; on
-// several, the one-GPU figures choose the layout (--parallel) and the layout's plan must fit.
+// several, the one-GPU figures choose the layout (--parallel) and the layout's plan must fit. The
+// text encoder runs on the first GPU alone, so its layers may stream from host RAM either way.
 // Without a prompt the text-encoder phase does not run (0 layers planned); a folder without
 // text_encoder/ then has no full set of configs to plan from, and the run goes unplanned.
 Expected<GpuRunPlan> plan_gpu_run(const GenerateOptions& o) {
@@ -84,14 +102,17 @@ Expected<GpuRunPlan> plan_gpu_run(const GenerateOptions& o) {
   OROCHI_ASSIGN_OR_RETURN(in.gpus.vram_bytes, gpu_memory_total(o.gpu_index()));
   in.tiers.peer = false;
   in.tiers.host = o.gpus == 1;  // several GPUs split the weights instead of streaming them
+  in.text_encoder_tiers = planner::TierPolicy{/*peer=*/false, /*host=*/true, in.tiers.staging_slots};
   in.gpus.count = static_cast<int>(o.gpus);
   OROCHI_ASSIGN_OR_RETURN(planner::LayoutPlan laid_out, planner::plan_for_gpus(in, o.parallel));
   planner::MemoryPlan plan = std::move(laid_out.plan);
   GpuRunPlan run;
   if (o.gpus > 1) run.degrees = laid_out.degrees;
   OROCHI_RETURN_IF_ERROR(planner::check_fits(plan));
-  // Before any weight is read: only the denoiser's blocks can stream at run time.
+  // Before any weight is read: only the denoiser's blocks and the text encoder's layers (from host
+  // RAM) stream at run time.
   OROCHI_RETURN_IF_ERROR(planner::streamed_denoiser_blocks(plan, in.models.transformer.num_layers).status());
+  OROCHI_RETURN_IF_ERROR(planner::streamed_text_encoder_layers(plan).status());
   run.memory = std::move(plan);
   return run;
 }
@@ -182,7 +203,7 @@ int run_generate(const std::vector<std::string>& argv) {
     if (!features) return fail(features.status());
     request.text_features = std::move(features).value();
   } else if (opts->prompt) {
-    Expected<Tensor> features = encode_prompt(*opts, transformer_config);
+    Expected<Tensor> features = encode_prompt(*opts, transformer_config, gpu_plan);
     if (!features) return fail(features.status());
     request.text_features = std::move(features).value();
   } else {

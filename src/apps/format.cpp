@@ -30,4 +30,16 @@ std::string format_count(int64_t count) {
   return buf;
 }
 
+std::string fnv1a_hex(const std::vector<const Tensor*>& tensors) {
+  uint64_t hash = 1469598103934665603ull;
+  for (const Tensor* t : tensors) {
+    const Tensor c = t->contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(c.raw_data());
+    for (size_t i = 0; i < c.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
 }  // namespace orochi::apps

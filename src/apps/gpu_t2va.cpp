@@ -140,10 +140,12 @@ Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, const GpuPlac
       [seed](h3_audio::gpu::GpuAudioDecoder& d) { return d.init_random(seed + 2); });
 }
 
-Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_ids, int64_t layer, int device) {
+Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_ids, int64_t layer,
+                                   const TextEncoderPlacement& placement) {
   OROCHI_ASSIGN_OR_RETURN(const qwen3vl::TextWeights host, qwen3vl::load_text_weights(dir, layer));
-  OROCHI_ASSIGN_OR_RETURN(auto encoder,
-                          qwen3vl::gpu::GpuTextEncoder::create(host.config, layer, device, token_ids.numel()));
+  const qwen3vl::gpu::TextStreaming streaming{placement.streamed, placement.slots, weights::WeightTier::kHost, -1};
+  OROCHI_ASSIGN_OR_RETURN(auto encoder, qwen3vl::gpu::GpuTextEncoder::create(host.config, layer, placement.device,
+                                                                             token_ids.numel(), streaming));
   OROCHI_RETURN_IF_ERROR(encoder->upload(host));
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
 }
@@ -188,7 +190,9 @@ Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels&, const GpuPlace
 Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, const GpuPlacement&, const pipeline::T2vaPlan&, uint64_t) {
   return no_cuda();
 }
-Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, int) { return no_cuda(); }
+Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, const TextEncoderPlacement&) {
+  return no_cuda();
+}
 bool gpu_present() { return false; }
 Expected<uint64_t> gpu_memory_total(int) { return no_cuda(); }
 uint64_t gpu_memory_used(int) { return 0; }

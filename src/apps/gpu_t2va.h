@@ -46,10 +46,20 @@ Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& models, const G
 Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer_config, const GpuPlacement& placement,
                                   const pipeline::T2vaPlan& plan, uint64_t seed);
 
-// The prompt's conditioning on GPU `device`: the first `layer` layers of `text_encoder_dir` uploaded
-// (bf16), run on token ids i64 [L], freed again before returning f32 [L, hidden].
+// Where the text encoder runs and where its layers live meanwhile (the plan's text-encoder phase):
+// on `device`, each layer resident or, when `streamed[i]`, kept in pinned host RAM and copied
+// through `slots` staging slots just in time. The embedding table stays in host RAM: only the
+// prompt's rows go to the GPU.
+struct TextEncoderPlacement {
+  int device = 0;
+  std::vector<bool> streamed;  // per loaded layer; empty: every layer resident
+  int slots = 2;
+};
+
+// The prompt's conditioning: the first `layer` layers of `text_encoder_dir` uploaded (bf16) as
+// `placement` says, run on token ids i64 [L], freed again before returning f32 [L, hidden].
 Expected<Tensor> gpu_encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
-                                   int device);
+                                   const TextEncoderPlacement& placement);
 
 // True when this build has the CUDA backend and the driver shows at least one GPU.
 bool gpu_present();

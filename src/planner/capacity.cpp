@@ -27,6 +27,7 @@ Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input) {
   std::vector<CapacityRow> rows;
   PlanInput resident = input;
   resident.tiers.peer = resident.tiers.host = false;
+  resident.text_encoder_tiers.reset();  // every phase resident
   uint64_t single = 0;
   for (int n = 1; n <= input.gpus.count; ++n) {
     for (ParallelLayout::Kind kind : {ParallelLayout::Kind::kTensor, ParallelLayout::Kind::kSequence}) {

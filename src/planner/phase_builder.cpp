@@ -46,7 +46,8 @@ std::string describe_groups(const std::vector<WeightGroup>& groups, Tier tier) {
   return out;
 }
 
-PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus, const TierPolicy& policy) {
+PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus) {
+  const TierPolicy& policy = spec.tiers;
   PhasePlan phase;
   phase.name = spec.name;
   phase.about = spec.about;

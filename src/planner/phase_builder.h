@@ -18,9 +18,10 @@ struct PhaseSpec {
   std::vector<WeightGroup> groups;
   std::vector<BufferBytes> buffers;  // per computing GPU
   int64_t passes = 1;                // passes over the weights per request
+  TierPolicy tiers;                  // where this phase's weights may live
 };
 
-PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus, const TierPolicy& policy);
+PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus);
 
 // "embedders, refiner, block 0-29" for the groups in `tier` (consecutive numbered names joined).
 std::string describe_groups(const std::vector<WeightGroup>& groups, Tier tier);

@@ -36,6 +36,10 @@ nlohmann::json phase_json(const PhasePlan& phase) {
           {"passes", phase.passes}};
 }
 
+nlohmann::json tiers_json(const TierPolicy& t) {
+  return {{"peer", t.peer}, {"host", t.host}, {"staging_slots", t.staging_slots}};
+}
+
 }  // namespace
 
 nlohmann::json plan_json(const MemoryPlan& plan) {
@@ -72,7 +76,8 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
             {"host_gbps", in.gpus.host_gbps},
             {"tflops", in.gpus.tflops}}},
           {"layout", in.layout.name()},
-          {"tiers", {{"peer", in.tiers.peer}, {"host", in.tiers.host}, {"staging_slots", in.tiers.staging_slots}}},
+          {"tiers", tiers_json(in.tiers)},
+          {"text_encoder_tiers", tiers_json(in.text_encoder_tiers.value_or(in.tiers))},
           {"phases", phases},
           {"fits", plan.fits},
           {"spare_bytes", plan.spare},

@@ -22,19 +22,20 @@ std::string count(int64_t v) {
   return s;
 }
 
+// One GPU whatever the request's layout: the runtime has no parallel text encoder. The other GPUs
+// may still hold its streamed layers (peer tier) when its policy allows.
 PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
   PhaseSpec p;
   p.name = "text encoder";
   const qwen3vl::TextConfig& t = in.models.text_encoder;
   p.about = "Qwen3-VL text decoder, " + std::to_string(in.models.text_layers) + " of " +
             std::to_string(t.num_hidden_layers) + " layers, bf16, L = " + count(shape.text_rows) + " prompt tokens";
-  p.layout = in.layout;
-  if (Status s = check_text_encoder_layout(in.models, in.layout); !s.is_ok()) {
-    p.layout = ParallelLayout{};
-    p.notes.push_back(s.message() + ": it runs on GPU 0 alone");
-  }
-  p.groups = text_encoder_weight_groups(in.models, p.layout);
-  p.buffers = text_encoder_buffers(in.models, shape.text_rows, p.layout);
+  p.layout = ParallelLayout{};
+  p.tiers = in.text_encoder_tiers.value_or(in.tiers);
+  p.groups = text_encoder_weight_groups(in.models);
+  p.buffers = text_encoder_buffers(in.models, shape.text_rows);
+  if (in.gpus.count > 1)
+    p.notes.push_back("runs on GPU 0 alone (no parallel text encoder); the other GPUs wait in this phase");
   p.notes.push_back("freed before the denoiser phase; only the features [L, " + std::to_string(t.hidden_size) +
                     "] stay");
   return p;
@@ -48,6 +49,7 @@ PhaseSpec denoiser_phase(const PlanInput& in, const RequestShape& shape) {
             std::to_string(shape.steps) + " steps, AdaLN tables for " + std::to_string(shape.timesteps) +
             " timesteps";
   p.layout = in.layout;
+  p.tiers = in.tiers;
   p.groups = h3_weight_groups(in.models.transformer, in.layout);
   p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout);
   p.passes = shape.steps;
@@ -63,6 +65,7 @@ PhaseSpec decode_phase(const PlanInput& in, const RequestShape& shape) {
             " tiles of " + count(shape.vae_tile_tokens) + " voxels; audio VAE 2 x " +
             std::to_string(shape.geometry.audio_latents) + " latents";
   p.layout = in.layout;
+  p.tiers = in.tiers;
   p.groups = decode_weight_groups(in.models);
   p.buffers = decode_buffers(in.models, shape);
   if (in.layout.degree > 1)
@@ -91,7 +94,7 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, bool with_extras) {
   OROCHI_ASSIGN_OR_RETURN(plan.shape, request_shape(in.models, in.request));
   for (const PhaseSpec& spec :
        {text_encoder_phase(in, plan.shape), denoiser_phase(in, plan.shape), decode_phase(in, plan.shape)})
-    plan.phases.push_back(build_phase(spec, in.gpus, in.tiers));
+    plan.phases.push_back(build_phase(spec, in.gpus));
 
   const uint64_t cap = in.gpus.vram_bytes;
   plan.fits = true;
@@ -155,24 +158,6 @@ Status check_fits(const MemoryPlan& plan) {
     message += "; no layout of up to 8 such GPUs fits it: use larger GPUs or a smaller request";
   }
   return invalid_argument(message);
-}
-
-Expected<std::vector<bool>> streamed_denoiser_blocks(const MemoryPlan& plan, int64_t num_layers) {
-  std::vector<bool> streamed(static_cast<size_t>(num_layers), false);
-  for (const PhasePlan& phase : plan.phases)
-    for (const WeightGroup& g : phase.groups) {
-      if (g.tier != Tier::kPeer && g.tier != Tier::kHost) continue;
-      if (phase.name != "denoiser" || g.name.rfind("block ", 0) != 0)
-        return unsupported("the plan streams " + g.name + " of the " + phase.name +
-                           " phase, which does not stream at run time yet; use a GPU with more memory, more GPUs, "
-                           "or a shorter request (see `orochi plan`)");
-      const size_t block = std::stoul(g.name.substr(6));
-      if (block >= streamed.size())
-        return Status(ErrorCode::kInternal, "the plan streams " + g.name + " of a " + std::to_string(num_layers) +
-                                                "-block model");
-      streamed[block] = true;
-    }
-  return streamed;
 }
 
 }  // namespace orochi::planner

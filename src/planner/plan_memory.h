@@ -51,10 +51,23 @@ Expected<MemoryPlan> plan_memory(const PlanInput& input);
 // phase (weights 37.44, activations 7.07, ...) but has 24.00 GiB: 37.20 GiB short; to fit: ...".
 Status check_fits(const MemoryPlan& plan);
 
-// The denoiser phase's transformer blocks that the plan streams (peer or host tier), per block of
-// `num_layers`: what the GPU runner's weight streamer takes. Phases other than the denoiser do not
-// stream at run time yet: unsupported, with advice, when the plan streams any of their weights.
+// What the GPU runtime's weight streamers take from a plan (streamed_groups.cpp).
+//
+// Per index of `count`: whether `phase`'s group "<stem><index>" is streamed (peer or host tier).
+// Unsupported, with advice, when the phase streams a group of another name (the runtime streams
+// only those); internal when an index is out of range or the plan has no such phase.
+//   streamed_groups(plan, "denoiser", "block ", 50), streamed_groups(plan, "text encoder", "layer ", 50)
+Expected<std::vector<bool>> streamed_groups(const MemoryPlan& plan, const std::string& phase,
+                                            const std::string& stem, int64_t count);
+
+// The denoiser's streamed blocks, per block of `num_layers`. Also refuses a plan that streams any
+// decode weight (the decoders do not stream at run time); the text encoder is not looked at.
 Expected<std::vector<bool>> streamed_denoiser_blocks(const MemoryPlan& plan, int64_t num_layers);
+
+// The text encoder's streamed layers, per layer of plan.input.models.text_layers: what
+// TextEncoderPlacement::streamed takes. Unsupported for a layer on a peer GPU: the text encoder
+// streams from pinned host RAM only.
+Expected<std::vector<bool>> streamed_text_encoder_layers(const MemoryPlan& plan);
 
 // Per-GPU margin for the CUDA context, library handles and fragmentation.
 uint64_t margin_bytes(uint64_t cap);

@@ -68,6 +68,11 @@ std::string tiers_line(const PhasePlan& phase) {
   return out + "\n";
 }
 
+// "resident, host, 2 staging slots"
+std::string tiers_text(const TierPolicy& t) {
+  return format("resident%s%s, %d staging slots", t.peer ? ", peer" : "", t.host ? ", host" : "", t.staging_slots);
+}
+
 }  // namespace
 
 std::string plan_summary_line(const MemoryPlan& plan) {
@@ -83,11 +88,11 @@ std::string plan_text(const MemoryPlan& plan) {
                            static_cast<long long>(geo.width), static_cast<long long>(geo.height),
                            static_cast<long long>(geo.frames), static_cast<long long>(geo.latent_frames),
                            static_cast<long long>(plan.shape.steps), static_cast<long long>(plan.shape.text_rows));
-  out += format("GPUs: %d x %.2f GiB, layout %s; links: peer %.0f GB/s, host %.0f GB/s; tiers: resident%s%s, "
-                "%d staging slots\nno weights were loaded: sizes come from the configs\n",
+  out += format("GPUs: %d x %.2f GiB, layout %s; links: peer %.0f GB/s, host %.0f GB/s; tiers: %s",
                 in.gpus.count, to_gib(in.gpus.vram_bytes), in.layout.name().c_str(), in.gpus.peer_gbps,
-                in.gpus.host_gbps, in.tiers.peer ? ", peer" : "", in.tiers.host ? ", host" : "",
-                in.tiers.staging_slots);
+                in.gpus.host_gbps, tiers_text(in.tiers).c_str());
+  if (in.text_encoder_tiers) out += "; text encoder: " + tiers_text(*in.text_encoder_tiers);
+  out += "\nno weights were loaded: sizes come from the configs\n";
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const PhasePlan& phase = plan.phases[i];
     out += format("\nphase %zu/%zu  %s (%s): %s\n", i + 1, plan.phases.size(), phase.name.c_str(),

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -70,6 +71,9 @@ struct PlanInput {
   GpuSet gpus;
   ParallelLayout layout;
   TierPolicy tiers;
+  // The text-encoder phase's own tiers when set (generate lets it stream from host RAM even when
+  // several GPUs split the denoiser instead); otherwise it is placed with `tiers` as well.
+  std::optional<TierPolicy> text_encoder_tiers;
 };
 
 }  // namespace orochi::planner

@@ -1,8 +1,9 @@
-// DeviceArena (one allocation, aligned bump allocation, mark/reset, peak, exhaustion as a Status)
-// and the host <-> device copies.
+// DeviceArena (one allocation, aligned bump allocation, mark/reset, peak, exhaustion as a Status),
+// the host <-> device copies, and the staged uploader (pinned buffers, pieces, conversions).
 #include <cstdint>
 
 #include "backends/cuda/device_memory.h"
+#include "backends/cuda/staged_upload.h"
 #include "test_cuda_ops_support.h"
 
 namespace orochi {
@@ -89,6 +90,31 @@ TEST_F(CudaMemory, UploadConvertsAndDownloadRoundTrips) {
   ASSERT_OK_AND_ASSIGN(Tensor idx_back, cuda::download(didx, stream()));
   for (int i = 0; i < 4; ++i) EXPECT_EQ(idx_back.data<int64_t>()[i], idx.data<int64_t>()[i]);
   EXPECT_THROW((void)cuda::upload(idx, arena(), DType::kF32, stream()), InternalError);  // no int -> float
+}
+
+TEST_F(CudaMemory, StagedUploadEqualsThePlainUploadAcrossPieces) {
+  // 4 KiB buffers, 2 of them, 3 threads: every tensor below crosses several pieces and buffers
+  // are reused while earlier pieces may still travel.
+  ASSERT_OK_AND_ASSIGN(auto up, cuda::StagedUploader::create(0, stream(), 4096, 2, 3));
+  const Tensor a = random_f32_values({37, 129}, 2.0f);          // f32 -> bf16 (converted)
+  const Tensor b = random_f32_values({3000}, 1.0f).to(DType::kBF16);  // bf16 -> bf16 (copied)
+  const Tensor c = random_f32_values({64, 40}, 1.0f).slice(1, 3, 35);  // a strided view, f32 -> f32
+  ASSERT_OK_AND_ASSIGN(Tensor da, arena().tensor({37, 129}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor db, arena().tensor({3000}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor dc, arena().tensor({64, 32}, DType::kF32));
+  ASSERT_TRUE(up->add(a, da).is_ok());
+  ASSERT_TRUE(up->add(b, db).is_ok());
+  ASSERT_TRUE(up->add(c, dc).is_ok());
+  ASSERT_TRUE(up->finish().is_ok());
+  EXPECT_EQ(up->stats().bytes, 37u * 129 * 2 + 3000 * 2 + 64 * 32 * 4);
+  ASSERT_OK_AND_ASSIGN(Tensor a_back, cuda::download(da, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor b_back, cuda::download(db, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor c_back, cuda::download(dc, stream()));
+  EXPECT_TENSOR_CLOSE(a_back.to(DType::kF32), a.to(DType::kBF16).to(DType::kF32), 0.0);  // same RNE as core
+  EXPECT_TENSOR_CLOSE(b_back.to(DType::kF32), b.to(DType::kF32), 0.0);
+  EXPECT_TENSOR_CLOSE(c_back, c.contiguous(), 0.0);
+  EXPECT_THROW((void)up->add(a, db), InternalError);  // shapes differ
+  EXPECT_FALSE(cuda::StagedUploader::create(0, stream(), 16, 2, 1).has_value());  // buffers too small
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   if (main && sp_ != nullptr) {
     // q/k/v arrive normalized and rotated; attention over all rows, back to this rank's rows.
     OROCHI_RETURN_IF_ERROR(ulysses_qkv(b, x));
+    if (!tp_ && !split_sp_attention_) return ulysses_attention_out(b.to_out, out);
     OROCHI_RETURN_IF_ERROR(ulysses_attention());
     return linear_reduced(b.to_out, o, out, "gemm out");
   }

@@ -174,4 +174,40 @@ Status H3GpuRunner::ulysses_attention() {
   return Status::ok();
 }
 
+// One attention call over all S rows of this rank's heads (one launch's tail instead of one per
+// SP share), then out [R, H] = sum over ranks j of (my rows of j's heads) · to_out[:, j's heads]^T:
+// this rank's own heads first, with the bias, while the exchange brings the peers' heads of its
+// rows; their products accumulate into out as they are waited for.
+Status H3GpuRunner::ulysses_attention_out(const GpuLinear& to_out, const Tensor& out) {
+  RequestBuffers& B = *buf_;
+  const RankRows& my = B.layout;
+  const RankDims d = rank_dims(config_, B.size, rank_);
+  const int n = rank_.sp_size, r = rank_.sp_rank;
+  const int64_t C = d.attn_inner(), R = my.rows.size(), S = B.size.rows;
+  const cuda::AttentionShape shape{.s_q = S, .s_kv = S, .heads = d.attn_heads, .head_dim = d.head_dim};
+  timer_.begin("attention");
+  OROCHI_RETURN_IF_ERROR(attention_->run(B.qa.raw_data(), B.ka.raw_data(), B.va.raw_data(), B.oa.raw_data(), shape,
+                                         stream_));
+  timer_.end();
+  OROCHI_RETURN_IF_ERROR(comm_after_compute());
+  comm_timer_.begin("all_to_all o");
+  for (int step = 1; step < n; ++step) OROCHI_RETURN_IF_ERROR(exchange_round(step, B.oa, B.q, false));
+  comm_timer_.end();
+  auto heads_of = [&](int j) { return to_out.weight.slice(1, j * C, (j + 1) * C); };  // [H, C] of [H, n * C]
+  const Tensor* bias = to_out.bias.defined() ? &to_out.bias : nullptr;
+  timer_.begin("gemm out");
+  OROCHI_RETURN_IF_ERROR(gemm_->linear_strided(B.oa.slice(0, my.rows.begin, my.rows.end), heads_of(r), bias, out,
+                                               /*accumulate=*/false, stream_));
+  timer_.end();
+  OROCHI_RETURN_IF_ERROR(compute_after_comm());
+  timer_.begin("gemm out");
+  for (int j = 0; j < n; ++j) {
+    if (j == r) continue;
+    const Tensor theirs = B.q.view({-1}).slice(0, j * R * C, (j + 1) * R * C).view({R, C});  // my rows, j's heads
+    OROCHI_RETURN_IF_ERROR(gemm_->linear_strided(theirs, heads_of(j), nullptr, out, /*accumulate=*/true, stream_));
+  }
+  timer_.end();
+  return Status::ok();
+}
+
 }  // namespace orochi::h3::gpu

@@ -1,6 +1,8 @@
 #include "models/h3/cuda/gpu_runner.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -45,6 +47,8 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->max_ = max;
   r->rank_ = rank;
   r->device_ = device;
+  const char* sp_attention = std::getenv("OROCHI_SP_ATTENTION");
+  r->split_sp_attention_ = sp_attention != nullptr && std::string(sp_attention) == "split";
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   if (rank.world_size() > 1) {

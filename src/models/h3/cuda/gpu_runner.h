@@ -26,7 +26,7 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "dist/comm.h"
-#include "models/h3/cuda/gpu_block_stream.h"
+#include "weights/cuda/gpu_block_tier.h"
 #include "models/h3/cuda/gpu_request.h"
 #include "models/h3/cuda/gpu_weights.h"
 #include "models/h3/cuda/stage_timer.h"
@@ -34,6 +34,10 @@
 #include "weights/block_streamer.h"
 
 namespace orochi::h3::gpu {
+
+// The tiers are the weights layer's; the denoiser names them as its own.
+using weights::GpuBlockTier;
+using weights::WeightTier;
 
 // What one rank of a layout computed: its rows of each head's output and where they go in the
 // whole request's outputs (positions into video / audio rows).
@@ -47,7 +51,7 @@ Expected<H3Outputs> merge_rank_outputs(const std::vector<RankOutputs>& ranks, co
                                        const RequestSize& size);
 
 // Transformer blocks whose weights are not resident: they live in a tier (pinned host RAM or a peer
-// GPU) and come through `slots` staging slots just in time (gpu_block_stream.h).
+// GPU) and come through `slots` staging slots just in time (weights/cuda/gpu_block_tier.h).
 struct WeightStreaming {
   std::vector<bool> streamed;  // per transformer block; empty: every block resident
   int slots = 2;
@@ -103,6 +107,9 @@ class H3GpuRunner {
   // Ulysses SP: q/k/v of this rank's rows to all rows of its heads, and attention back.
   Status ulysses_qkv(const GpuBlock& b, const Tensor& x);
   Status ulysses_attention();
+  // Without TP: attention over all rows in one call, then the out-projection split along its
+  // input (heads): this rank's heads first, while the peers' heads of its rows travel.
+  Status ulysses_attention_out(const GpuLinear& to_out, const Tensor& out);
   Status exchange_round(int step, const Tensor& send, const Tensor& recv, bool to_heads);
   // A linear whose output is a partial sum over TP: in row chunks, each chunk's all_reduce on the
   // comm stream under the next chunk's GEMM. `stage` names the GEMM for the profile and errors.
@@ -120,6 +127,9 @@ class H3GpuRunner {
   RequestSize max_;
   ParallelRank rank_;
   dist::Comm* tp_ = nullptr;
+  // OROCHI_SP_ATTENTION=split: attention one SP share of query rows at a time, each share's
+  // output sent while the next computes (the earlier scheme, kept for side-by-side timing).
+  bool split_sp_attention_ = false;
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr, comm_stream_ = nullptr;

@@ -42,7 +42,7 @@ struct GpuWeights {
 // whole model is tp_share(config, 0, 1).
 inline TpShare whole_model(const H3Config& config) { return tp_share(config, 0, 1); }
 
-// Transformer blocks whose weights are not resident but streamed (gpu_block_stream.h): the weight
+// Transformer blocks whose weights are not resident but streamed (weights/cuda/gpu_block_tier.h): the weight
 // builders put each such block in `staging` from its start, then call `store(block, image,
 // bytes)` before the next block overwrites it; their GpuWeights::blocks entries stay empty.
 struct StreamedBlocks {

@@ -1,6 +1,7 @@
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
 
-#include <cmath>
+#include <algorithm>
+#include <cstring>
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_llm.h"
@@ -8,6 +9,7 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/ops.h"
 #include "backends/cuda/random_fill.h"
+#include "core/dtype.h"
 #include "models/qwen3vl/text_model.h"
 
 namespace orochi::qwen3vl::gpu {
@@ -15,7 +17,6 @@ namespace orochi::qwen3vl::gpu {
 using cuda::kernels::bf16;
 
 struct TextActivations {
-  Tensor ids;          // i64 [max]
   Tensor cos, sin;     // bf16 [max, head_dim]
   Tensor h, x, o;      // bf16 [max, hidden]: residual stream, normed input, block output
   Tensor q, k, v;      // bf16 [max, q_dim], [max, kv_dim] x2
@@ -39,41 +40,50 @@ struct Shapes {
   explicit Shapes(const TextConfig& c)
       : hidden(c.hidden_size), q_dim(c.q_dim()), kv_dim(c.kv_dim()), inter(c.intermediate_size),
         head_dim(c.head_dim), vocab(c.vocab_size) {}
-  int64_t layer_values() const {
-    return 2 * hidden + q_dim * hidden + 2 * kv_dim * hidden + hidden * q_dim + 2 * head_dim + 2 * inter * hidden +
-           hidden * inter;
-  }
 };
 
 size_t activation_bytes_for(const TextConfig& c, int64_t max_tokens, size_t attention_workspace) {
   const Shapes s(c);
   const int64_t per_token_bf16 = 2 * s.head_dim + 3 * s.hidden + s.q_dim + 2 * s.kv_dim + s.q_dim + 2 * s.inter +
                                  s.inter;
-  const size_t bytes = static_cast<size_t>(max_tokens) * (8 + 2 * per_token_bf16 + 4 * s.hidden);
+  const size_t bytes = static_cast<size_t>(max_tokens) * (2 * per_token_bf16 + 4 * s.hidden);
   return bytes + attention_workspace + 64 * cuda::DeviceArena::kAlignment;
+}
+
+int64_t streamed_count(const TextStreaming& s) {
+  return static_cast<int64_t>(std::count(s.streamed.begin(), s.streamed.end(), true));
 }
 
 }  // namespace
 
-size_t text_weight_bytes(const TextConfig& c, int64_t layers) {
-  const Shapes s(c);
-  return 2 * static_cast<size_t>(s.vocab * s.hidden + layers * s.layer_values()) +
-         (1 + 11 * static_cast<size_t>(layers)) * cuda::DeviceArena::kAlignment;
+bool TextStreaming::any() const { return streamed_count(*this) > 0; }
+
+size_t text_weight_bytes(const TextConfig& c, int64_t layers, const TextStreaming& streaming) {
+  const int64_t streamed = streamed_count(streaming);
+  const int64_t slots = streamed > 0 ? streaming.slots : 0;
+  return layer_image_bytes(c) * static_cast<size_t>(layers - streamed + slots) + cuda::DeviceArena::kAlignment;
 }
 
 Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfig& config, int64_t layers, int device,
-                                                                 int64_t max_tokens) {
+                                                                 int64_t max_tokens, const TextStreaming& streaming) {
   OROCHI_RETURN_IF_ERROR(config.validate());
   if (layers < 1 || layers > config.num_hidden_layers)
     return invalid_argument("the text encoder runs 1.." + std::to_string(config.num_hidden_layers) +
                             " layers, asked for " + std::to_string(layers));
   if (max_tokens < 1 || max_tokens > (int64_t{1} << 20))
     return invalid_argument("max_tokens must be in [1, 2^20], got " + std::to_string(max_tokens));
+  if (!streaming.streamed.empty() && static_cast<int64_t>(streaming.streamed.size()) != layers)
+    return invalid_argument("the streamed-layer list has " + std::to_string(streaming.streamed.size()) +
+                            " entries for " + std::to_string(layers) + " layers");
+  if (streaming.any() && streaming.slots < 1)
+    return invalid_argument("streaming text-encoder layers needs at least one staging slot");
   std::unique_ptr<GpuTextEncoder> e(new GpuTextEncoder());
   e->config_ = config;
   e->layers_ = layers;
   e->max_tokens_ = max_tokens;
   e->device_ = device;
+  e->streaming_ = streaming;
+  if (!streaming.any()) e->streaming_.streamed.assign(static_cast<size_t>(layers), false);
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
   e->attention_ = std::make_unique<cuda::CudnnAttention>(e->stream_);
@@ -81,20 +91,30 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   shape.kv_heads = config.num_key_value_heads;
   shape.causal = true;
   OROCHI_ASSIGN_OR_RETURN(const size_t attention_ws, e->attention_->workspace_bytes(shape));
-  OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
-                          cuda::DeviceArena::create(device, text_weight_bytes(config, layers), "Qwen3-VL weights"));
+  OROCHI_ASSIGN_OR_RETURN(e->weight_arena_, cuda::DeviceArena::create(device, text_weight_bytes(config, layers, streaming),
+                                                                      "Qwen3-VL weights"));
   OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
                           cuda::DeviceArena::create(device, activation_bytes_for(config, max_tokens, attention_ws),
                                                     "Qwen3-VL activations"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, e->activation_arena_->allocate(attention_ws));
   OROCHI_RETURN_IF_ERROR(e->attention_->set_external_workspace(ws, attention_ws));
   OROCHI_ASSIGN_OR_RETURN(e->gemm_, cuda::GemmRunner::create(device));
+  if (streaming.any()) {
+    // The slots first, at the arena's base, one image apart: the tier copies whole images.
+    for (int k = 0; k < streaming.slots; ++k) {
+      OROCHI_ASSIGN_OR_RETURN(GpuTextLayer l, allocate_layer(config, *e->weight_arena_));
+      e->slot_layers_.push_back(std::move(l));
+    }
+    OROCHI_ASSIGN_OR_RETURN(e->tier_, weights::GpuBlockTier::create(device, streaming.tier, streaming.peer_device,
+                                                                    streaming.streamed, layer_image_bytes(config),
+                                                                    e->weight_arena_->base(), streaming.slots,
+                                                                    e->stream_));
+  }
 
   const Shapes s(config);
   auto& A = *(e->act_ = std::make_unique<TextActivations>());
   cuda::DeviceArena& arena = *e->activation_arena_;
   const int64_t T = max_tokens;
-  OROCHI_ASSIGN_OR_RETURN(A.ids, arena.tensor({T}, DType::kI64));
   OROCHI_ASSIGN_OR_RETURN(A.cos, arena.tensor({T, s.head_dim}, DType::kBF16));
   OROCHI_ASSIGN_OR_RETURN(A.sin, arena.tensor({T, s.head_dim}, DType::kBF16));
   for (Tensor* t : {&A.h, &A.x, &A.o}) {
@@ -111,31 +131,41 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
 }
 
 GpuTextEncoder::~GpuTextEncoder() {
+  if (streamer_) (void)streamer_->finish();
+  streamer_.reset();
+  tier_.reset();
   act_.reset();
   attention_.reset();
   gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-namespace {
-
-// Allocates every weight of one layer in `arena`.
-Expected<GpuTextLayer> allocate_layer(const Shapes& s, cuda::DeviceArena& arena) {
-  GpuTextLayer l;
-  OROCHI_ASSIGN_OR_RETURN(l.input_norm, arena.tensor({s.hidden}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.post_norm, arena.tensor({s.hidden}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.q, arena.tensor({s.q_dim, s.hidden}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.k, arena.tensor({s.kv_dim, s.hidden}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.v, arena.tensor({s.kv_dim, s.hidden}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.o, arena.tensor({s.hidden, s.q_dim}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.q_norm, arena.tensor({s.head_dim}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.k_norm, arena.tensor({s.head_dim}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.up_gate, arena.tensor({2 * s.inter, s.hidden}, DType::kBF16));
-  OROCHI_ASSIGN_OR_RETURN(l.down, arena.tensor({s.hidden, s.inter}, DType::kBF16));
-  return l;
+Status GpuTextEncoder::allocate_layers() {
+  if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->finish());
+  streamer_.reset();
+  has_weights_ = false;
+  weight_arena_->reset(layer_image_bytes(config_) * slot_layers_.size());  // keep the slots
+  layer_weights_.assign(static_cast<size_t>(layers_), GpuTextLayer{});
+  for (int64_t i = 0; i < layers_; ++i) {
+    if (streaming_.streamed[static_cast<size_t>(i)]) {
+      layer_weights_[static_cast<size_t>(i)] = slot_layers_.front();  // built there, then stored in the tier
+      continue;
+    }
+    OROCHI_ASSIGN_OR_RETURN(layer_weights_[static_cast<size_t>(i)], allocate_layer(config_, *weight_arena_));
+  }
+  return Status::ok();
 }
 
-}  // namespace
+Status GpuTextEncoder::start_streaming() {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  if (streaming_.any()) {
+    OROCHI_ASSIGN_OR_RETURN(weights::BlockStreamer s,
+                            weights::BlockStreamer::create(streaming_.streamed, streaming_.slots, *tier_));
+    streamer_.emplace(std::move(s));
+  }
+  has_weights_ = true;
+  return Status::ok();
+}
 
 Status GpuTextEncoder::upload(const TextWeights& host) {
   if (host.config.hidden_size != config_.hidden_size || host.config.q_dim() != config_.q_dim() ||
@@ -144,48 +174,44 @@ Status GpuTextEncoder::upload(const TextWeights& host) {
     return shape_mismatch("the host weights do not match the encoder's config or have fewer than " +
                           std::to_string(layers_) + " layers");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-  weight_arena_->reset(0);
-  layer_weights_.clear();
-  const Shapes s(config_);
-  OROCHI_ASSIGN_OR_RETURN(embed_tokens_, cuda::upload(host.embed_tokens, *weight_arena_, DType::kBF16, stream_));
+  OROCHI_RETURN_IF_ERROR(allocate_layers());
+  OROCHI_ASSIGN_OR_RETURN(auto uploader, cuda::StagedUploader::create(device_, stream_));
+  const size_t image = layer_image_bytes(config_);
   for (int64_t i = 0; i < layers_; ++i) {
-    const TextLayerWeights& h = host.layers[static_cast<size_t>(i)];
-    OROCHI_ASSIGN_OR_RETURN(GpuTextLayer l, allocate_layer(s, *weight_arena_));
-    const std::pair<const Tensor*, const Tensor*> pairs[] = {
-        {&h.input_layernorm, &l.input_norm}, {&h.post_attention_layernorm, &l.post_norm}, {&h.q_proj, &l.q},
-        {&h.k_proj, &l.k}, {&h.v_proj, &l.v}, {&h.o_proj, &l.o}, {&h.q_norm, &l.q_norm}, {&h.k_norm, &l.k_norm},
-        {&h.down_proj, &l.down}};
-    for (const auto& [src, dst] : pairs) OROCHI_RETURN_IF_ERROR(cuda::upload_into(*src, *dst, stream_));
-    OROCHI_RETURN_IF_ERROR(cuda::upload_into(h.up_proj, l.up_gate.slice(0, 0, s.inter), stream_));
-    OROCHI_RETURN_IF_ERROR(cuda::upload_into(h.gate_proj, l.up_gate.slice(0, s.inter, 2 * s.inter), stream_));
-    layer_weights_.push_back(std::move(l));
+    const GpuTextLayer& target = layer_weights_[static_cast<size_t>(i)];
+    OROCHI_RETURN_IF_ERROR(upload_layer(host.layers[static_cast<size_t>(i)], target, config_.intermediate_size,
+                                        *uploader));
+    if (!streaming_.streamed[static_cast<size_t>(i)]) continue;
+    OROCHI_RETURN_IF_ERROR(uploader->finish());
+    OROCHI_RETURN_IF_ERROR(tier_->store(i, target.input_norm.raw_data(), image, stream_));
   }
-  has_weights_ = true;
-  return Status::ok();
+  OROCHI_RETURN_IF_ERROR(uploader->finish());
+  upload_stats_ = uploader->stats();
+  embed_tokens_ = host.embed_tokens;
+  return start_streaming();
 }
 
 Status GpuTextEncoder::init_random(uint64_t seed) {
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-  weight_arena_->reset(0);
-  layer_weights_.clear();
+  OROCHI_RETURN_IF_ERROR(allocate_layers());
   const Shapes s(config_);
   uint64_t stream_id = 0;
-  auto fill = [&](const Tensor& t, float mean, float stddev) {
-    return cuda::fill_normal(t, seed, stream_id++, mean, stddev, stream_);
-  };
-  OROCHI_ASSIGN_OR_RETURN(embed_tokens_, weight_arena_->tensor({s.vocab, s.hidden}, DType::kBF16));
-  OROCHI_RETURN_IF_ERROR(fill(embed_tokens_, 0.0f, 1.0f));
-  for (int64_t i = 0; i < layers_; ++i) {
-    OROCHI_ASSIGN_OR_RETURN(GpuTextLayer l, allocate_layer(s, *weight_arena_));
-    for (const Tensor* norm : {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm})
-      OROCHI_RETURN_IF_ERROR(fill(*norm, 1.0f, 0.05f));
-    for (const Tensor* m : {&l.q, &l.k, &l.v, &l.o, &l.up_gate, &l.down})
-      OROCHI_RETURN_IF_ERROR(fill(*m, 0.0f, 0.5f / std::sqrt(static_cast<float>(m->dim(1)))));
-    layer_weights_.push_back(std::move(l));
+  {  // The embedding table is generated on the GPU (stream 0, as before) and kept on the host.
+    OROCHI_ASSIGN_OR_RETURN(auto scratch, cuda::DeviceArena::create(device_, static_cast<size_t>(s.vocab * s.hidden) * 2 +
+                                                                                 cuda::DeviceArena::kAlignment,
+                                                                    "Qwen3-VL embedding (random init)"));
+    OROCHI_ASSIGN_OR_RETURN(Tensor table, scratch->tensor({s.vocab, s.hidden}, DType::kBF16));
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(table, seed, stream_id++, 0.0f, 1.0f, stream_));
+    OROCHI_ASSIGN_OR_RETURN(embed_tokens_, cuda::download(table, stream_));
   }
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  has_weights_ = true;
-  return Status::ok();
+  const size_t image = layer_image_bytes(config_);
+  for (int64_t i = 0; i < layers_; ++i) {
+    const GpuTextLayer& target = layer_weights_[static_cast<size_t>(i)];
+    OROCHI_RETURN_IF_ERROR(fill_random_layer(target, seed, stream_id, stream_));
+    if (streaming_.streamed[static_cast<size_t>(i)])
+      OROCHI_RETURN_IF_ERROR(tier_->store(i, target.input_norm.raw_data(), image, stream_));
+  }
+  return start_streaming();
 }
 
 Status GpuTextEncoder::run_layer(const GpuTextLayer& w, int64_t L) {
@@ -243,20 +269,31 @@ Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& p
                             std::to_string(max_tokens_));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   const TextActivations& A = *act_;
-  const Shapes s(config_);
   // RoPE angles in f32 on the host, cast to bf16 on upload as transformers casts cos/sin.
   const Tensor inv_freq = cpu::rope_inv_freq(static_cast<int>(config_.rope_freq_slots()),
                                              static_cast<float>(config_.rope_theta));
   const cpu::RopeTable rope = cpu::mrope_interleaved_table(positions.contiguous(), inv_freq, config_.mrope_section);
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.cos, A.cos.slice(0, 0, L), stream_));
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.sin, A.sin.slice(0, 0, L), stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(token_ids.contiguous(), A.ids.slice(0, 0, L), stream_));
-  const int64_t row_bytes = s.hidden * 2;
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_copy_rows(A.h.raw_data(), row_bytes, nullptr,
-                                                                  embed_tokens_.raw_data(), row_bytes,
-                                                                  ptr<const int64_t>(A.ids), L, row_bytes, stream_),
-                                  "embed_tokens"));
-  for (const GpuTextLayer& layer : layer_weights_) OROCHI_RETURN_IF_ERROR(run_layer(layer, L));
+  // The prompt's embedding rows, looked up in the host table: [L, hidden] -> the residual stream.
+  const Tensor ids = token_ids.contiguous();
+  const Tensor table = embed_tokens_.contiguous();
+  Tensor rows = Tensor::empty({L, config_.hidden_size}, table.dtype());  // [L, hidden]
+  const size_t row_bytes = static_cast<size_t>(config_.hidden_size) * dtype_size(table.dtype());
+  for (int64_t i = 0; i < L; ++i)
+    std::memcpy(static_cast<char*>(rows.raw_data()) + static_cast<size_t>(i) * row_bytes,
+                static_cast<const char*>(table.raw_data()) + static_cast<size_t>(ids.data<int64_t>()[i]) * row_bytes,
+                row_bytes);
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(rows, A.h.slice(0, 0, L), stream_));
+  if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->begin_pass(/*prefetch_next_pass=*/false));
+  for (int64_t i = 0; i < layers_; ++i) {
+    int slot = -1;
+    if (streamer_) {
+      OROCHI_ASSIGN_OR_RETURN(slot, streamer_->acquire(static_cast<int>(i)));
+    }
+    OROCHI_RETURN_IF_ERROR(run_layer(slot < 0 ? layer_weights_[static_cast<size_t>(i)] : slot_layers_[slot], L));
+    if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->release(static_cast<int>(i)));
+  }
   const Tensor out = A.out.slice(0, 0, L);
   OROCHI_RETURN_IF_ERROR(cuda::cast(A.h.slice(0, 0, L), out, stream_));
   return cuda::download(out, stream_);

@@ -1,8 +1,8 @@
-#include "models/h3/cuda/gpu_block_stream.h"
+#include "weights/cuda/gpu_block_tier.h"
 
 #include "backends/cuda/cuda_check.h"
 
-namespace orochi::h3::gpu {
+namespace orochi::weights {
 
 const char* weight_tier_name(WeightTier tier) { return tier == WeightTier::kHost ? "pinned host" : "peer GPU"; }
 
@@ -106,4 +106,4 @@ Status GpuBlockTier::release_slot(int slot) {
   return cuda::cuda_status(cudaEventRecord(released_[slot], compute_), "releasing a staging slot");
 }
 
-}  // namespace orochi::h3::gpu
+}  // namespace orochi::weights

@@ -1,7 +1,7 @@
-// Where the streamed transformer blocks live between uses, and the CUDA CopyEngine that brings
-// them into the staging slots (weights::BlockStreamer decides when): pinned host RAM, copied over
-// PCIe, or a peer GPU's memory, copied over NVLink/P2P; on a copy stream, so block i+1 lands
-// while block i computes. Events order each copy after the compute that last read its slot, and
+// Where streamed blocks (the denoiser's transformer blocks, the text encoder's layers) live between
+// uses, and the CUDA CopyEngine that brings them into the staging slots (BlockStreamer decides
+// when): pinned host RAM, copied over PCIe, or a peer GPU's memory, copied over NVLink/P2P; on a
+// copy stream, so block i+1 lands while block i computes. Events order each copy after the compute that last read its slot, and
 // the compute after the copy it reads.
 #pragma once
 
@@ -13,12 +13,12 @@
 #include "core/status.h"
 #include "weights/block_streamer.h"
 
-namespace orochi::h3::gpu {
+namespace orochi::weights {
 
 enum class WeightTier { kHost, kPeer };
 const char* weight_tier_name(WeightTier tier);  // "pinned host", "peer GPU"
 
-class GpuBlockTier final : public weights::CopyEngine {
+class GpuBlockTier final : public CopyEngine {
  public:
   // Room for every streamed block's image (image_bytes each) in the tier; `slots` images of
   // staging start at `slots_base` on `device`; `compute` is the stream that reads them.
@@ -51,4 +51,4 @@ class GpuBlockTier final : public weights::CopyEngine {
   std::vector<cudaEvent_t> copied_, released_;  // per slot
 };
 
-}  // namespace orochi::h3::gpu
+}  // namespace orochi::weights
