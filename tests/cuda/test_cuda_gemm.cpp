@@ -145,6 +145,39 @@ TEST_F(CudaGemm, PlansAreCachedPerShapeAndAlignment) {
 }
 
 // A warmed-up shape enqueues only the matmul, so it can be captured and replayed as a graph.
+// A linear split along K into column slices of one wider weight, summed into y (the Ulysses
+// out-projection computes the local heads' part while the peers' heads still travel): the same
+// result as one GEMM over the whole K, within bf16 rounding of the intermediate y; f32 exact-ish.
+TEST_F(CudaGemm, ColumnSlicesAccumulateIntoOneOutput) {
+  for (DType dtype : {DType::kBF16, DType::kF32}) {
+    const int64_t M = 300, N = 96, K = 256, split = 128;
+    const size_t mark = arena().mark();
+    Tensor x = dtype == DType::kBF16 ? random_bf16_values({M, K}) : random_f32_values({M, K});
+    Tensor w = dtype == DType::kBF16 ? random_bf16_values({N, K}, 0.0625f) : random_f32_values({N, K}, 0.0625f);
+    Tensor b = dtype == DType::kBF16 ? random_bf16_values({N}, 0.5f) : random_f32_values({N}, 0.5f);
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), dtype, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), dtype, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor db, cuda::upload(b, arena(), dtype, stream()));
+    // The two halves of x as separate contiguous buffers, as they arrive in the forward.
+    ASSERT_OK_AND_ASSIGN(Tensor dx0, cuda::upload(x.slice(1, 0, split).contiguous(), arena(), dtype, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dx1, cuda::upload(x.slice(1, split, K).contiguous(), arena(), dtype, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor whole, arena().tensor({M, N}, dtype));
+    ASSERT_OK_AND_ASSIGN(Tensor parts, arena().tensor({M, N}, dtype));
+    ASSERT_STATUS_OK(poison(parts, stream()));
+    ASSERT_STATUS_OK(runner_->linear(dx, dw, &db, whole, stream()));
+    ASSERT_STATUS_OK(runner_->linear_strided(dx1, dw.slice(1, split, K), &db, parts, false, stream()));
+    ASSERT_STATUS_OK(runner_->linear_strided(dx0, dw.slice(1, 0, split), nullptr, parts, true, stream()));
+    const Tensor ref = cpu::linear(x, w, &b);
+    const double tol = dtype == DType::kBF16 ? kBf16Tol : kF32Tol;
+    check_case(std::string("gemm ") + dtype_name(dtype) + " K split, accumulated", "M=300 N=96 K=128+128",
+               to_host_f32(parts, stream()), ref, tol);
+    check_case(std::string("gemm ") + dtype_name(dtype) + " K split vs whole", "M=300 N=96 K=256",
+               to_host_f32(parts, stream()), to_host_f32(whole, stream()), dtype == DType::kBF16 ? 5e-3 : kF32Tol);
+    EXPECT_THROW((void)runner_->linear(dx0, dw.slice(1, 0, split), nullptr, parts, stream()), InternalError);
+    arena().reset(mark);
+  }
+}
+
 TEST_F(CudaGemm, CapturesInACudaGraph) {
   const int64_t M = 33, N = 256, K = 512;
   Tensor x = random_bf16_values({M, K}), w = random_bf16_values({N, K}, 0.05f), b = random_bf16_values({N});

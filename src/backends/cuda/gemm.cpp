@@ -39,7 +39,8 @@ cublasStatus_t set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenc
 }  // namespace
 
 // cuBLAS is column-major, and a row-major [R, C] buffer is the column-major matrix [C, R]. So we ask
-// for y^T = w · x^T: A = w's buffer (column-major [K, N], ld K) with op(A) = A^T = w [N, K];
+// for y^T = w · x^T: A = w's buffer (column-major [K, N], ld = w's row stride, K when contiguous)
+// with op(A) = A^T = w [N, K];
 // B = x's buffer (column-major [K, M], ld K) with op(B) = B = x^T; D = op(A)·op(B) is column-major
 // [N, M] with ld N, which is row-major y [M, N]. The bias epilogue adds bias[N] to each of D's
 // columns, i.e. to every row of y.
@@ -93,6 +94,8 @@ Expected<int> GemmRunner::fastest_candidate(const Plan& plan, const void* candid
   cudaEvent_t start = nullptr, stop = nullptr;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
+  // Timing must not add into y over and over: candidates are timed with beta 0, which computes
+  // the same product, so an accumulating plan is tuned as the plain one would be.
   const float alpha = 1.0f, beta = 0.0f;
   int best = 0;
   float best_ms = 0;
@@ -135,7 +138,7 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
     OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias));
   }
   const auto M = static_cast<uint64_t>(key.M), N = static_cast<uint64_t>(key.N), K = static_cast<uint64_t>(key.K);
-  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, type, K, N, key.K));  // w
+  OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, type, K, N, key.ld_w));  // w
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, type, K, M, key.K));  // x
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->d, type, N, M, key.N));  // y
 
@@ -143,7 +146,7 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
   std::array<cublasLtMatmulHeuristicResult_t, kMaxCandidates> results{};
   int found = 0;
-  const bool tune = autotune_ && operands.x != nullptr &&
+  const bool tune = autotune_ && operands.x != nullptr && !key.accumulate &&
                     static_cast<double>(key.M) * static_cast<double>(key.N) * static_cast<double>(key.K) >= kTuneMinMacs;
   cublasStatus_t s = set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes_));
   if (s == CUBLAS_STATUS_SUCCESS) s = set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_w);
@@ -179,14 +182,21 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
 
 Status GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
                           cudaStream_t stream) {
+  detail::require_cuda(w, w.dtype(), "linear weight");
+  return linear_strided(x, w, bias, y, /*accumulate=*/false, stream);
+}
+
+Status GemmRunner::linear_strided(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                                  bool accumulate, cudaStream_t stream) {
   const DType dt = x.dtype();
   OROCHI_CHECK(dt == DType::kBF16 || dt == DType::kF16 || dt == DType::kF32, "linear: only bf16, f16 or f32, got ",
                x.describe());
   detail::require_cuda(x, dt, "linear input");
-  detail::require_cuda(w, dt, "linear weight");
+  OROCHI_CHECK(w.ndim() == 2, "linear: weight ", w.describe(), " must be 2-D");
+  detail::require_row_strided(w, w.dim(1), dt, "linear weight");
   detail::require_cuda(y, dt, "linear output");
-  OROCHI_CHECK(w.ndim() == 2 && x.dim(-1) == w.dim(1) && w.dim(1) > 0, "linear: input ", x.describe(),
-               " does not match weight ", w.describe());
+  OROCHI_CHECK(x.dim(-1) == w.dim(1) && w.dim(1) > 0, "linear: input ", x.describe(), " does not match weight ",
+               w.describe());
   const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
   Shape expected = x.shape();
   expected.back() = N;
@@ -202,11 +212,11 @@ Status GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, 
   if (M == 0 || N == 0) return Status::ok();
 
   const void* bias_ptr = bias ? bias->raw_data() : nullptr;
-  Key key{M, N, K, dt, bias != nullptr, alignment_of(x.raw_data()), alignment_of(w.raw_data()),
-          alignment_of(y.raw_data()), bias ? alignment_of(bias_ptr) : 0};
+  Key key{M, N, K, w.strides()[0], dt, bias != nullptr, accumulate, alignment_of(x.raw_data()),
+          alignment_of(w.raw_data()), alignment_of(y.raw_data()), bias ? alignment_of(bias_ptr) : 0};
   OROCHI_ASSIGN_OR_RETURN(Plan * plan, plan_for(key, bias_ptr, Operands{x.raw_data(), w.raw_data(), y.raw_data(), stream}));
   if (bias) OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr));
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan->desc, &alpha, w.raw_data(), plan->a, x.raw_data(),
                                                plan->b, &beta, y.raw_data(), plan->d, y.raw_data(), plan->d,
                                                &plan->algo, workspace_, plan->workspace, stream));

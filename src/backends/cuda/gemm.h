@@ -43,6 +43,11 @@ class GemmRunner {
   // Shape/dtype mistakes are caller bugs (OROCHI_CHECK); cuBLASLt failures, or no algorithm for
   // the shape, come back as a Status.
   Status linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, cudaStream_t stream);
+  // The general form: w may be a row-strided view (w.strides()[0] >= K, e.g. a column slice
+  // [N, k0:k1] of a wider weight), and with `accumulate` y += x · w^T (+ bias) instead of y =, the
+  // sum rounded once to y's dtype. A linear split along K is then two calls into one y.
+  Status linear_strided(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, bool accumulate,
+                        cudaStream_t stream);
   // Same, with y allocated from `arena`.
   Expected<Tensor> linear(const Tensor& x, const Tensor& w, const Tensor* bias, DeviceArena& arena,
                           cudaStream_t stream);
@@ -57,8 +62,10 @@ class GemmRunner {
  private:
   struct Key {
     int64_t M = 0, N = 0, K = 0;
+    int64_t ld_w = 0;  // w's row stride (K when contiguous)
     DType dtype = DType::kBF16;
     bool bias = false;
+    bool accumulate = false;
     // Pointer alignment (bytes, capped at 256) of x, w, y and bias: cuBLASLt picks kernels by it.
     uint32_t align_x = 0, align_w = 0, align_y = 0, align_bias = 0;
     auto operator<=>(const Key&) const = default;
