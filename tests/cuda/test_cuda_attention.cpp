@@ -388,6 +388,39 @@ TEST(CudaAttention, TimingInformative) {
   cudaStreamDestroy(stream);
 }
 
+// Every plan cuDNN's heuristics offer for H3's shapes (one GPU at 480p / 768p, and one SP2 rank's
+// 28 heads at 768p), each timed: is the heuristic's first pick (what run() uses) the fastest?
+TEST(CudaAttention, CandidatePlansTimingInformative) {
+  REQUIRE_GPU_ATTENTION();
+  struct Case {
+    int64_t S, heads;
+  };
+  const Case cases[] = {{15100, 56}, {37966, 56}, {37966, 28}};
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (const Case& c : cases) {
+    const int64_t D = 128;
+    const size_t bytes = static_cast<size_t>(c.S * c.heads * D) * 2;
+    DeviceBuffer q(bytes), k(bytes), v(bytes), o(bytes);
+    ASSERT_TRUE(q.ptr && k.ptr && v.ptr && o.ptr);
+    ASSERT_TRUE(fill_random(q, 1) && fill_random(k, 2) && fill_random(v, 3));
+    const double flop = 4.0 * static_cast<double>(c.S) * static_cast<double>(c.S) * static_cast<double>(c.heads * D);
+    CudnnAttention attention(stream);
+    const AttentionShape shape{c.S, c.S, c.heads, D};
+    ASSERT_OK(attention.prepare(shape));
+    Expected<std::vector<CudnnAttention::CandidateTiming>> t =
+        attention.time_candidate_plans(shape, q.ptr, k.ptr, v.ptr, o.ptr, stream, 5);
+    ASSERT_TRUE(t.has_value()) << t.status().to_string();
+    std::printf("attention S=%ld heads=%ld: %zu candidate plans; run() uses [%s]\n", static_cast<long>(c.S),
+                static_cast<long>(c.heads), t->size(), attention.describe(shape).c_str());
+    for (const auto& plan : *t)
+      std::printf("  %-60s %8.3f ms = %6.1f TFLOP/s (workspace %zu B)\n", plan.engine.c_str(), plan.ms,
+                  plan.ms > 0 ? flop / (plan.ms * 1e-3) / 1e12 : 0.0, plan.workspace_bytes);
+    EXPECT_FALSE(t->empty());
+  }
+  cudaStreamDestroy(stream);
+}
+
 // Why attention runs slower inside the denoiser forward than in TimingInformative: that test
 // synchronizes after every call (the GPU idles, then bursts); a forward keeps it busy with GEMMs
 // in between. Times the 480p shape three ways: isolated calls, back-to-back calls, and each call

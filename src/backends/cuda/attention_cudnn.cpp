@@ -238,6 +238,14 @@ Status CudnnAttention::run(const void* q, const void* k, const void* v, void* o,
       .with_context("cuDNN attention " + shape.to_string());
 }
 
+Expected<std::vector<CudnnAttention::CandidateTiming>> CudnnAttention::time_candidate_plans(
+    const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
+    int runs) {
+  OROCHI_RETURN_IF_ERROR(impl_->ensure_handle());
+  OROCHI_RETURN_IF_ERROR(impl_->bind_stream(stream));
+  return attention_detail::time_sdpa_candidates(impl_->handle, shape, impl_->preference, q, k, v, o, stream, runs);
+}
+
 std::string CudnnAttention::describe(const AttentionShape& shape) const {
   auto it = impl_->graphs.find(key_of(shape));
   if (it == impl_->graphs.end()) return "not built";
@@ -270,6 +278,10 @@ Status CudnnAttention::run(const void*, const void*, const void*, void*, int64_t
   return no_frontend();
 }
 Status CudnnAttention::run(const void*, const void*, const void*, void*, const AttentionShape&, cudaStream_t) {
+  return no_frontend();
+}
+Expected<std::vector<CudnnAttention::CandidateTiming>> CudnnAttention::time_candidate_plans(
+    const AttentionShape&, const void*, const void*, const void*, void*, cudaStream_t, int) {
   return no_frontend();
 }
 std::string CudnnAttention::describe(const AttentionShape&) const { return "cudnn-frontend not compiled in"; }

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -88,6 +89,18 @@ class CudnnAttention {
   Status run(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
              cudaStream_t stream);
 
+  // Every execution plan cuDNN's heuristics (modes A and B) offer for `shape`, each timed on the
+  // given buffers (median of `runs` after one warm-up) beside the plan run() uses: whether the
+  // heuristic's first pick is the fastest. Informative (tests, benchmarks); allocates its own
+  // workspace and leaves the cached plans alone.
+  struct CandidateTiming {
+    std::string engine;  // cuDNN's plan name
+    double ms = 0;       // median; negative when the plan failed to run
+    size_t workspace_bytes = 0;
+  };
+  Expected<std::vector<CandidateTiming>> time_candidate_plans(const AttentionShape& shape, const void* q,
+                                                              const void* k, const void* v, void* o,
+                                                              cudaStream_t stream, int runs = 5);
   // For logs and benchmarks: the implementation and cuDNN engine chosen for a cached shape, or
   // "not built".
   std::string describe(const AttentionShape& shape) const;

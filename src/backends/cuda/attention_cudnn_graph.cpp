@@ -8,6 +8,7 @@
 #include <cudnn_frontend.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <unordered_map>
@@ -74,8 +75,12 @@ Status frontend_status(fe::error_t err, const std::string& what) {
                 what + ": " + frontend_code_name(code) + ": " + err.get_message());
 }
 
-// One lowering, no fallback. `impl` is kUnified or kComposite.
-Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl) {
+// One lowering, no fallback. `impl` is kUnified or kComposite. The default modes and policy build
+// the heuristic's first choice only; the candidate survey asks for every plan.
+Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl,
+                                 const std::vector<fe::HeurMode_t>& modes = {fe::HeurMode_t::A,
+                                                                            fe::HeurMode_t::FALLBACK},
+                                 fe::BuildPlanPolicy_t policy = fe::BuildPlanPolicy_t::HEURISTICS_CHOICE) {
   const fe::DataType_t io_type = s.dtype == DType::kF16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
   auto graph = std::make_shared<fe::graph::Graph>();
   graph->set_io_data_type(io_type)
@@ -113,8 +118,7 @@ Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, 
       .set_dim({1, H, s.s_q, D})
       .set_stride(strides(s.s_q, H));
 
-  OROCHI_RETURN_IF_ERROR(
-      frontend_status(graph->build(handle, {fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), "building the graph"));
+  OROCHI_RETURN_IF_ERROR(frontend_status(graph->build(handle, modes, policy), "building the graph"));
 
   SdpaPlanPtr built(new SdpaPlan);
   built->implementation = impl;
@@ -135,6 +139,70 @@ Expected<SdpaPlanPtr> build_guarded(cudnnHandle_t handle, const AttentionShape& 
 }
 
 }  // namespace
+
+Expected<std::vector<CudnnAttention::CandidateTiming>> time_sdpa_candidates(cudnnHandle_t handle,
+                                                                            const AttentionShape& shape,
+                                                                            AttentionImplementation impl,
+                                                                            const void* q, const void* k,
+                                                                            const void* v, void* o,
+                                                                            cudaStream_t stream, int runs) {
+  if (impl == AttentionImplementation::kAuto) {
+    Expected<SdpaPlanPtr> unified = build_guarded(handle, shape, AttentionImplementation::kUnified);
+    impl = unified ? AttentionImplementation::kUnified : AttentionImplementation::kComposite;
+  }
+  std::vector<CudnnAttention::CandidateTiming> out;
+  try {
+    Expected<SdpaPlanPtr> all = build_with(handle, shape, impl, {fe::HeurMode_t::A, fe::HeurMode_t::B},
+                                           fe::BuildPlanPolicy_t::ALL);
+    if (!all) return all.status();
+    fe::graph::Graph& g = *(*all)->graph;
+    const int64_t count = g.get_execution_plan_count();
+    int64_t most = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t ws = 0;
+      if (g.get_workspace_size_plan_at_index(i, ws).is_good()) most = std::max(most, ws);
+    }
+    void* workspace = nullptr;
+    if (most > 0 && cudaMalloc(&workspace, static_cast<size_t>(most)) != cudaSuccess) {
+      cudaGetLastError();
+      return Status(ErrorCode::kIo, "no room for a " + std::to_string(most) + "-byte attention workspace");
+    }
+    std::unordered_map<int64_t, void*> pack = {{kUidQ, const_cast<void*>(q)},
+                                               {kUidK, const_cast<void*>(k)},
+                                               {kUidV, const_cast<void*>(v)},
+                                               {kUidO, o}};
+    cudaEvent_t start = nullptr, stop = nullptr;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    for (int64_t i = 0; i < count; ++i) {
+      CudnnAttention::CandidateTiming t;
+      (void)g.get_plan_name_at_index(i, t.engine);
+      int64_t ws = 0;
+      (void)g.get_workspace_size_plan_at_index(i, ws);
+      t.workspace_bytes = static_cast<size_t>(ws);
+      std::vector<float> ms;
+      bool ok = g.execute_plan_at_index(handle, pack, workspace, i).is_good();  // warm-up
+      for (int r = 0; r < runs && ok; ++r) {
+        ok = cudaEventRecord(start, stream) == cudaSuccess &&
+             g.execute_plan_at_index(handle, pack, workspace, i).is_good() &&
+             cudaEventRecord(stop, stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess;
+        float e = 0;
+        if (ok && cudaEventElapsedTime(&e, start, stop) == cudaSuccess) ms.push_back(e);
+      }
+      std::sort(ms.begin(), ms.end());
+      t.ms = ok && !ms.empty() ? ms[ms.size() / 2] : -1.0;
+      out.push_back(std::move(t));
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaStreamSynchronize(stream);
+    if (workspace) cudaFree(workspace);
+    cudaGetLastError();
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kUnsupported, std::string("cudnn-frontend threw: ") + e.what());
+  }
+  return out;
+}
 
 std::string library_versions() {
   return "cuDNN runtime " + version_string(cudnnGetVersion()) + " (headers " + version_string(CUDNN_VERSION) +

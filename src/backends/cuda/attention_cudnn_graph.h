@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/attention_cudnn.h"
 #include "core/status.h"
@@ -37,6 +38,15 @@ Status execute_sdpa_plan(const SdpaPlan& plan, cudnnHandle_t handle, const void*
 // Records (never launches) the plan in a throw-away CUDA graph so its kernels get loaded now rather
 // than inside a caller's capture. A no-op once the plan has run or warmed up.
 Status warm_up_sdpa_plan(SdpaPlan& plan, cudnnHandle_t handle);
+
+// Builds every plan heuristics A and B offer for `shape` (one lowering, as build_sdpa_plan picks it)
+// and times each on the buffers, with a workspace of its own; see CudnnAttention::time_candidate_plans.
+Expected<std::vector<CudnnAttention::CandidateTiming>> time_sdpa_candidates(cudnnHandle_t handle,
+                                                                            const AttentionShape& shape,
+                                                                            AttentionImplementation impl,
+                                                                            const void* q, const void* k,
+                                                                            const void* v, void* o,
+                                                                            cudaStream_t stream, int runs);
 
 // "cuDNN runtime 9.14.0 (headers 9.19.0), cudnn-frontend 1.32.0"
 std::string library_versions();
