@@ -1,11 +1,13 @@
 // cuBLASLt GEMM (bf16 and f32, with and without the fused bias) vs the CPU linear on the same
 // bf16-rounded inputs, on odd shapes and on the real H3 layer shapes with M in {1, 17, 4096}.
 // For M = 4096 the CPU reference runs on a sample of rows (every row is still checked written).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/random_fill.h"
 #include "test_cuda_ops_support.h"
 
 namespace orochi {
@@ -176,6 +178,46 @@ TEST_F(CudaGemm, ColumnSlicesAccumulateIntoOneOutput) {
     EXPECT_THROW((void)runner_->linear(dx0, dw.slice(1, 0, split), nullptr, parts, stream()), InternalError);
     arena().reset(mark);
   }
+}
+
+// H3's FFN-in GEMM at the row counts one GPU and one SP2 rank see (1344x768: 37,966 and 18,983
+// rows; 832x480: 15,100), and at nearby multiples of 256: does the per-FLOP rate hold when M
+// halves? Timed (median of 7 after the autotuned first call), informative. Measured: 682-725
+// TFLOP/s with no stable winner between neighbouring row counts, so splitting off the rows past a
+// multiple of 256 (tried, timed per shape) gained nothing in the forward.
+TEST_F(CudaGemm, FfnInRowCountsTimingInformative) {
+  const int64_t N = 28672, K = 5376;
+  ASSERT_OK_AND_ASSIGN(Tensor dw, arena().tensor({N, K}, DType::kBF16));
+  ASSERT_STATUS_OK(cuda::fill_normal(dw, 1, 0, 0.0f, 0.02f, stream()));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  for (int64_t M : {int64_t{37966}, int64_t{37888}, int64_t{18983}, int64_t{18944}, int64_t{15100}, int64_t{14848},
+                    int64_t{7550}}) {
+    const size_t mark = arena().mark();
+    ASSERT_OK_AND_ASSIGN(Tensor dx, arena().tensor({M, K}, DType::kBF16));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor({M, N}, DType::kBF16));
+    ASSERT_STATUS_OK(cuda::fill_normal(dx, 2, 0, 0.0f, 1.0f, stream()));
+    ASSERT_STATUS_OK(runner_->linear(dx, dw, nullptr, dy, stream()));  // plans (and tunes) the shape
+    std::vector<float> ms;
+    for (int i = 0; i < 7; ++i) {
+      ASSERT_EQ(cudaEventRecord(start, stream()), cudaSuccess);
+      ASSERT_STATUS_OK(runner_->linear(dx, dw, nullptr, dy, stream()));
+      ASSERT_EQ(cudaEventRecord(stop, stream()), cudaSuccess);
+      ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+      float t = 0;
+      cudaEventElapsedTime(&t, start, stop);
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double flop = 2.0 * static_cast<double>(M) * N * K;
+    std::printf("[gemm-timing] ffn in M=%lld N=%lld K=%lld: median %.3f ms = %.1f TFLOP/s (min %.3f)\n",
+                static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), ms[3],
+                flop / (ms[3] * 1e-3) / 1e12, ms[0]);
+    arena().reset(mark);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 TEST_F(CudaGemm, CapturesInACudaGraph) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backends/cuda/cuda_check.h"
 #include "core/check.h"
@@ -29,8 +30,9 @@ void convert_elements(const char* src, DType from, char* dst, DType to, size_t n
 
 Expected<std::unique_ptr<StagedUploader>> StagedUploader::create(int device, cudaStream_t stream, size_t buffer_bytes,
                                                                  int buffers, int threads) {
-  if (buffer_bytes < 4096 || buffers < 1 || threads < 1)
-    return invalid_argument("the staged uploader needs buffers of at least 4 KiB, one buffer and one thread");
+  if (buffer_bytes < 4096 || buffers < 1 || threads < 0)
+    return invalid_argument("the staged uploader needs buffers of at least 4 KiB and one buffer");
+  if (threads == 0) threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 2, 1, 16);
   std::unique_ptr<StagedUploader> u(new StagedUploader());
   u->device_ = device;
   u->stream_ = stream;

@@ -99,6 +99,10 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   OROCHI_ASSIGN_OR_RETURN(void* ws, e->activation_arena_->allocate(attention_ws));
   OROCHI_RETURN_IF_ERROR(e->attention_->set_external_workspace(ws, attention_ws));
   OROCHI_ASSIGN_OR_RETURN(e->gemm_, cuda::GemmRunner::create(device));
+  // The heuristic's pick, not the fastest of a timed race: a race between near-equal candidates
+  // can go either way from one process to the next, and the same prompt must give the same
+  // features (and so the same video) every run.
+  e->gemm_->set_autotune(false);
   if (streaming.any()) {
     // The slots first, at the arena's base, one image apart: the tier copies whole images.
     for (int k = 0; k < streaming.slots; ++k) {
