@@ -72,4 +72,22 @@ TEST(Cli, BadInputGetsAClearError) {
   EXPECT_EQ(r.code, 2);
 }
 
+// `bench text` checks its options before it looks for a GPU, so these hold on any build.
+TEST(Cli, BenchTextRefusesInconsistentOptions) {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c : {Case{"bench text --layers 20 --stream-layers 21", "--stream-layers must be in 0..--layers"},
+                        Case{"bench text --stream-layers 2 --slots 0", "--slots >= 1"},
+                        Case{"bench text --tier disk", "--tier is host or peer"},
+                        Case{"bench text --write-checkpoint /tmp/x --stream-layers 3", "every layer resident"},
+                        Case{"bench text --write-checkpoint /tmp/x --checkpoint /tmp/y", "every layer resident"},
+                        Case{"bench text --layers 65", "--layers must be in 1..64"}}) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
 }  // namespace
