@@ -1,8 +1,10 @@
 // --parallel's choice for --gpus N: forced layouts checked against the heads, and auto picking
-// sequence parallel when the whole model fits on each GPU, else the least tensor parallel that fits.
+// sequence parallel when the whole model fits on each GPU, else the least tensor parallel that fits;
+// then, by the step-time estimate at the link's speed, that layout or one GPU streaming from host.
 #include <gtest/gtest.h>
 
 #include "planner/parallel_choice.h"
+#include "planner/plan_request.h"
 
 namespace orochi {
 namespace {
@@ -49,6 +51,51 @@ TEST(ParallelOption, ForcedLayoutsAreCheckedAgainstTheHeads) {
   auto one = choose_parallel("tp", c, 1, 139.0, 37.4, 7.5);
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(one->tp * one->sp, 1);
+}
+
+// The generate case at 1344x768 without a prompt: the denoiser alone, weights streamed only when
+// one GPU is all there is. `gbps` is the GPU link, as generate measures it.
+planner::PlanInput request_on(int gpus, double vram_gib, double gbps) {
+  planner::PlanInput in;
+  in.models = *planner::load_model_configs("h3");
+  in.models.text_layers = 0;
+  in.gpus.count = gpus;
+  in.gpus.vram_bytes = static_cast<uint64_t>(vram_gib * double(1 << 30));
+  in.gpus.peer_gbps = gbps;
+  in.tiers.peer = false;
+  in.tiers.host = gpus == 1;
+  return in;
+}
+
+TEST(ParallelOption, AutoWeighsTheLayoutAgainstOneGpuAtTheLinksSpeed) {
+  // Two H200s over NVLink: SP2, its step about half of one GPU's.
+  Expected<planner::LayoutPlan> nvlink = planner::plan_for_gpus(request_on(2, 139, 300), "auto");
+  ASSERT_TRUE(nvlink.has_value()) << nvlink.status().to_string();
+  EXPECT_EQ(nvlink->degrees.sp, 2);
+  EXPECT_TRUE(contains(nvlink->degrees.why, "per step over a 300 GB/s link")) << nvlink->degrees.why;
+  const double sp2 = planner::estimate_step(nvlink->plan, nvlink->degrees).total();
+  const planner::StepEstimate one = planner::estimate_step(nvlink->plan, planner::ParallelDegrees{});
+  EXPECT_NEAR(sp2, one.compute_s / 2, one.compute_s * 0.01);  // the exchanges hide under compute
+
+  // Two 24 GiB GPUs: the weights need TP2, whose all_reduces cross the link.
+  Expected<planner::LayoutPlan> fast = planner::plan_for_gpus(request_on(2, 24, 300), "auto");
+  ASSERT_TRUE(fast.has_value()) << fast.status().to_string();
+  EXPECT_EQ(fast->degrees.tp, 2) << fast->degrees.why;
+  const planner::StepEstimate tp2 = planner::estimate_step(fast->plan, fast->degrees);
+  EXPECT_GT(tp2.exposed_comm_s, 0.0);
+  EXPECT_EQ(tp2.stream_s, 0.0);
+  // Over a 2 GB/s link TP2 loses to one GPU streaming from host RAM; the plan says so and streams.
+  Expected<planner::LayoutPlan> slow = planner::plan_for_gpus(request_on(2, 24, 2), "auto");
+  ASSERT_TRUE(slow.has_value()) << slow.status().to_string();
+  EXPECT_EQ(slow->degrees.tp * slow->degrees.sp, 1) << slow->degrees.why;
+  EXPECT_TRUE(contains(slow->degrees.why, "one GPU (1 idle)")) << slow->degrees.why;
+  EXPECT_TRUE(contains(slow->degrees.why, "streaming from host RAM")) << slow->degrees.why;
+  EXPECT_TRUE(slow->plan.fits);
+  EXPECT_GT(planner::estimate_step(slow->plan, slow->degrees).stream_s, 0.0);
+  // A forced layout is taken as asked, whatever the link.
+  Expected<planner::LayoutPlan> forced = planner::plan_for_gpus(request_on(2, 24, 2), "tp");
+  ASSERT_TRUE(forced.has_value()) << forced.status().to_string();
+  EXPECT_EQ(forced->degrees.tp, 2);
 }
 
 }  // namespace

@@ -104,6 +104,12 @@ Expected<GpuRunPlan> plan_gpu_run(const GenerateOptions& o) {
   in.tiers.host = o.gpus == 1;  // several GPUs split the weights instead of streaming them
   in.text_encoder_tiers = planner::TierPolicy{/*peer=*/false, /*host=*/true, in.tiers.staging_slots};
   in.gpus.count = static_cast<int>(o.gpus);
+  if (o.gpus > 1 && o.parallel == "auto") {  // the link decides between the layout and one GPU
+    OROCHI_ASSIGN_OR_RETURN(in.gpus.peer_gbps, gpu_link_gbps(o.gpu_index(), static_cast<int>(o.gpus)));
+    if (!o.quiet)
+      std::fprintf(stderr, "orochi generate: GPU link measured at %.0f GB/s (GPU %d to the next %lld)\n",
+                   in.gpus.peer_gbps, o.gpu_index(), static_cast<long long>(o.gpus - 1));
+  }
   OROCHI_ASSIGN_OR_RETURN(planner::LayoutPlan laid_out, planner::plan_for_gpus(in, o.parallel));
   planner::MemoryPlan plan = std::move(laid_out.plan);
   GpuRunPlan run;
@@ -141,7 +147,7 @@ Expected<GpuPlacement> place_on_gpus(const GenerateOptions& o, const h3::H3Confi
   }
   p.tp = d.tp;
   p.sp = d.sp;
-  if (!o.quiet) std::fprintf(stderr, "orochi generate: denoiser on %lld GPUs, tp %d x sp %d (%s)\n",
+  if (!o.quiet) std::fprintf(stderr, "orochi generate: denoiser on %d of %lld GPUs, tp %d x sp %d (%s)\n", d.tp * d.sp,
                              static_cast<long long>(o.gpus), d.tp, d.sp, d.why.c_str());
   return p;
 }

@@ -1,5 +1,7 @@
 #include "apps/gpu_t2va.h"
 
+#include <algorithm>
+
 #ifdef OROCHI_WITH_CUDA
 #include <cuda_runtime_api.h>
 
@@ -150,6 +152,41 @@ Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_i
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
 }
 
+Expected<double> gpu_link_gbps(int first, int count) {
+  constexpr size_t kBytes = size_t{256} << 20;
+  double slowest = 0;
+  for (int peer = first + 1; peer < first + count; ++peer) {
+    void *src = nullptr, *dst = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    auto release = [&] {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+      if (src) cudaSetDevice(first), cudaFree(src);
+      if (dst) cudaSetDevice(peer), cudaFree(dst);
+      cudaSetDevice(first);
+    };
+    Status s = cuda::cuda_status(cudaSetDevice(peer), "cudaSetDevice");
+    if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&dst, kBytes), "measuring the GPU link (cudaMalloc)");
+    if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(first), "cudaSetDevice");
+    if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&src, kBytes), "measuring the GPU link (cudaMalloc)");
+    if (s.is_ok()) s = cuda::cuda_status(cudaEventCreate(&start), "cudaEventCreate");
+    if (s.is_ok()) s = cuda::cuda_status(cudaEventCreate(&stop), "cudaEventCreate");
+    float ms = 0;
+    for (int rep = 0; rep < 2 && s.is_ok(); ++rep) {  // the first enables the path, the second is timed
+      s = cuda::cuda_status(cudaEventRecord(start, nullptr), "cudaEventRecord");
+      if (s.is_ok()) s = cuda::cuda_status(cudaMemcpyPeerAsync(dst, peer, src, first, kBytes, nullptr), "cudaMemcpyPeerAsync");
+      if (s.is_ok()) s = cuda::cuda_status(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+      if (s.is_ok()) s = cuda::cuda_status(cudaEventSynchronize(stop), "measuring the GPU link");
+      if (s.is_ok()) s = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    }
+    release();
+    if (!s.is_ok()) return s;
+    const double gbps = static_cast<double>(kBytes) / (static_cast<double>(ms) * 1e-3) / 1e9;
+    slowest = peer == first + 1 ? gbps : std::min(slowest, gbps);
+  }
+  return slowest;
+}
+
 bool gpu_present() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
@@ -193,6 +230,7 @@ Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, const GpuPlacement&, cons
 Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, const TextEncoderPlacement&) {
   return no_cuda();
 }
+Expected<double> gpu_link_gbps(int, int) { return no_cuda(); }
 bool gpu_present() { return false; }
 Expected<uint64_t> gpu_memory_total(int) { return no_cuda(); }
 uint64_t gpu_memory_used(int) { return 0; }

@@ -61,6 +61,11 @@ struct TextEncoderPlacement {
 Expected<Tensor> gpu_encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
                                    const TextEncoderPlacement& placement);
 
+// The slowest GPU-to-GPU copy bandwidth from GPU `first` to each of the next `count - 1` GPUs, in
+// GB/s: a 256 MiB cudaMemcpyPeer per pair, timed after a warm-up (over NVLink, PCIe peer access, or
+// staged through host RAM when the pair has none). For --parallel auto; takes about 50 ms a pair.
+Expected<double> gpu_link_gbps(int first, int count);
+
 // True when this build has the CUDA backend and the driver shows at least one GPU.
 bool gpu_present();
 

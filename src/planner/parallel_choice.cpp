@@ -1,7 +1,9 @@
 #include "planner/parallel_choice.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "models/h3/flops.h"
 #include "models/h3/tensor_parallel.h"
 
 namespace orochi::planner {
@@ -54,7 +56,73 @@ ParallelLayout layout_for(const ParallelDegrees& d) {
   return {};
 }
 
+double StepEstimate::total() const { return std::max(compute_s + exposed_comm_s, stream_s); }
+
+StepEstimate estimate_step(const MemoryPlan& plan, const ParallelDegrees& d) {
+  const h3::H3Config& c = plan.input.models.transformer;
+  const GpuSet& g = plan.input.gpus;
+  const double S = static_cast<double>(plan.shape.rows), H = static_cast<double>(c.hidden_size);
+  const double inner = static_cast<double>(c.inner_dim());
+  const double layers = static_cast<double>(c.num_layers), tp = d.tp, sp = d.sp;
+  StepEstimate e;
+  e.compute_s = h3::forward_flops(c, plan.shape.rows, plan.shape.text_rows).total() / (tp * sp * g.tflops * 1e12);
+  const double link = g.peer_gbps * 1e9;
+  // Per GPU per forward, bf16: TP's 2 ring all_reduces of its [S/sp, H] rows per block, SP's 4
+  // all_to_alls (q, k, v out; o back) of its [S/sp, inner/tp] slice, (n - 1)/n of it leaving.
+  const double tp_bytes = layers * 2 * 2 * (tp - 1) / tp * (S / sp) * H * 2;
+  const double sp_bytes = layers * 4 * (sp - 1) / sp * (S / sp) * (inner / tp) * 2;
+  if (link > 0) e.exposed_comm_s = 0.5 * tp_bytes / link + std::max(0.0, sp_bytes / link - e.compute_s);
+  for (const PhasePlan& phase : plan.phases)
+    if (phase.name == "denoiser") e.stream_s = static_cast<double>(phase.host_read_bytes) / (g.host_gbps * 1e9) +
+                                               static_cast<double>(phase.peer_read_bytes) / (link > 0 ? link : 1e12);
+  return e;
+}
+
+namespace {
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+}  // namespace
+
 Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
+  Expected<LayoutPlan> laid_out = plan_layout(in, mode);
+  if (mode != "auto" || in.gpus.count == 1) return laid_out;
+  // The alternative: everything on GPU 0, streaming from host RAM what does not fit there.
+  PlanInput single = in;
+  single.gpus.count = 1;
+  single.layout = {};
+  single.tiers.host = true;
+  single.tiers.peer = false;
+  Expected<MemoryPlan> one = plan_memory(single);
+  if (!one || !one->fits) return laid_out;
+  const double one_s = estimate_step(*one, ParallelDegrees{}).total();
+  const bool streams = estimate_step(*one, ParallelDegrees{}).stream_s > 0;
+  std::string one_why = "one GPU (" + std::to_string(in.gpus.count - 1) + " idle), about " + seconds(one_s) +
+                        " per step" + (streams ? " streaming from host RAM" : "");
+  if (!laid_out) {  // no layout of the GPUs holds it, one GPU streaming does
+    LayoutPlan out{std::move(one).value(), ParallelDegrees{1, 1, "auto: " + one_why + "; " +
+                                                                     laid_out.status().message()}};
+    return out;
+  }
+  const double multi_s = estimate_step(laid_out->plan, laid_out->degrees).total();
+  char link[48];
+  std::snprintf(link, sizeof link, " over a %.0f GB/s link", in.gpus.peer_gbps);
+  if (one_s < multi_s) {
+    LayoutPlan out{std::move(one).value(),
+                   ParallelDegrees{1, 1, "auto: " + one_why + " beats tp " + std::to_string(laid_out->degrees.tp) +
+                                             " x sp " + std::to_string(laid_out->degrees.sp) + "'s " + seconds(multi_s) +
+                                             link}};
+    return out;
+  }
+  laid_out->degrees.why += "; about " + seconds(multi_s) + " per step" + link + " vs " + seconds(one_s) + " on one GPU";
+  return laid_out;
+}
+
+Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode) {
   constexpr double kGiB = 1 << 30;
   const int gpus = in.gpus.count;
   in.layout = {};

@@ -21,14 +21,29 @@ struct ParallelDegrees {
 Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3Config& config, int gpus,
                                           double vram_gib, double weights_gib, double request_gib);
 
+// A step's time as the planner estimates it (seconds): compute at in.gpus.tflops per GPU, the
+// exchanges at in.gpus.peer_gbps (TP's all_reduces half hidden under the chunked GEMMs, as
+// measured on NVLink; SP's all_to_alls hidden up to the compute, as the copy engines do), and
+// for one GPU the streamed blocks at in.gpus.host_gbps under the compute.
+struct StepEstimate {
+  double compute_s = 0, exposed_comm_s = 0, stream_s = 0;
+  double total() const;
+};
+StepEstimate estimate_step(const MemoryPlan& plan, const ParallelDegrees& degrees);
+
 // Plans `in` on in.gpus.count GPUs laid out by `mode` (auto, tp, sp, tpxsp): the one-GPU plan's
 // denoiser figures (weights, the rest) choose the degrees, then that layout is planned. in.layout
-// is ignored. For `orochi plan --parallel auto` and `orochi generate --gpus N`.
+// is ignored. With auto, the layout is then weighed against the whole request on GPU 0 streaming
+// what does not fit from pinned host RAM (in.tiers.host or not): over a slow link (in.gpus.peer_gbps,
+// measured by `generate`) tensor parallel can lose to it, and then one GPU is used. For
+// `orochi plan --parallel auto` and `orochi generate --gpus N`.
 struct LayoutPlan {
   MemoryPlan plan;
   ParallelDegrees degrees;
 };
 Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode);
+// The same without the one-GPU alternative: the layout memory chooses, planned.
+Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode);
 
 // The planner's layout for chosen degrees.
 ParallelLayout layout_for(const ParallelDegrees& degrees);
