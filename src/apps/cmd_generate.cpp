@@ -128,6 +128,7 @@ Expected<GpuPlacement> place_on_gpus(const GenerateOptions& o, const h3::H3Confi
   GpuPlacement p;
   p.device = o.gpu_index();
   p.comm_timeout_s = o.comm_timeout_s;
+  p.decode_gpus = static_cast<int>(o.gpus);  // the decode shares its chunks among all of them
   if (run.memory) {
     OROCHI_ASSIGN_OR_RETURN(p.streamed, planner::streamed_denoiser_blocks(*run.memory, config.num_layers));
     p.slots = run.memory->input.tiers.staging_slots;

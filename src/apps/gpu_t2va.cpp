@@ -7,9 +7,12 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "dist/comm.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
@@ -27,29 +30,67 @@ namespace {
 template <typename Decoder>
 using Factory = std::function<Expected<std::unique_ptr<Decoder>>()>;
 
+// On one GPU the whole decode stays on the device (decode()); on several, each GPU decodes a
+// contiguous run of the temporal chunks (decode_clips) on its own thread and the host joins the
+// clips (assemble_chunks), bit-identical to the one-GPU decode: the tiles are deterministic and the
+// GEMMs untuned, so every GPU computes the same bits.
 class GpuVideo final : public pipeline::VideoDecoder {
  public:
-  GpuVideo(h3vae::VideoVaeConfig config, Factory<h3vae::gpu::GpuVideoDecoder> make, std::string name)
-      : config_(std::move(config)), make_(std::move(make)), name_(std::move(name)) {}
+  using MakeOn = std::function<Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>>(int device)>;
+  GpuVideo(h3vae::VideoVaeConfig config, MakeOn make, std::vector<int> devices, std::string name)
+      : config_(std::move(config)), make_(std::move(make)), devices_(std::move(devices)), name_(std::move(name)) {}
   const h3vae::VideoVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
   Expected<Tensor> decode(const Tensor& latents, const pipeline::ChunkCallback& on_chunk) override {
     using Clock = std::chrono::steady_clock;
-    OROCHI_ASSIGN_OR_RETURN(auto decoder, make_());
     auto last = Clock::now();
+    std::mutex progress_mutex;
+    int64_t done = 0;
+    OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, h3vae::count_chunks(config_, latents.dim(1)));
+    auto report = [&]() {  // under progress_mutex
+      const auto now = Clock::now();
+      if (on_chunk) on_chunk(++done, chunks, std::chrono::duration<double>(now - last).count());
+      last = now;
+    };
     // The GPU decoder follows the reference's fp16 autocast, whose chunk and tile blends run in fp16.
     h3vae::DecodeOptions options;
     options.blend_precision = h3vae::BlendPrecision::kF16;
-    return decoder->decode(latents, options, [&](int64_t done, int64_t total) {
-      const auto now = Clock::now();
-      if (on_chunk) on_chunk(done, total, std::chrono::duration<double>(now - last).count());
-      last = now;
-    });
+    const int gpus = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(devices_.size()), chunks));
+    if (gpus <= 1) {
+      OROCHI_ASSIGN_OR_RETURN(auto decoder, make_(devices_.front()));
+      return decoder->decode(latents, options, [&](int64_t, int64_t) { report(); });
+    }
+    std::vector<Expected<std::vector<Tensor>>> parts(static_cast<size_t>(gpus), Status::ok());
+    std::vector<std::thread> threads;
+    for (int g = 0; g < gpus; ++g)
+      threads.emplace_back([&, g] {
+        const dist::Range mine = dist::even_share(chunks, gpus, g);
+        std::vector<int64_t> list;
+        for (int64_t i = mine.begin; i < mine.end; ++i) list.push_back(i);
+        Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> decoder = make_(devices_[static_cast<size_t>(g)]);
+        if (!decoder) {
+          parts[static_cast<size_t>(g)] = decoder.status();
+          return;
+        }
+        parts[static_cast<size_t>(g)] = (*decoder)->decode_clips(latents, list, options, [&](int64_t) {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          report();
+        });
+      });
+    for (std::thread& t : threads) t.join();
+    std::vector<Tensor> clips;
+    for (int g = 0; g < gpus; ++g) {
+      Expected<std::vector<Tensor>>& part = parts[static_cast<size_t>(g)];
+      if (!part) return part.status().with_context("video decode on GPU " + std::to_string(devices_[static_cast<size_t>(g)]));
+      for (Tensor& clip : *part) clips.push_back(std::move(clip));
+    }
+    return h3vae::assemble_chunks(config_, clips, options.blend_precision);
   }
 
  private:
   h3vae::VideoVaeConfig config_;
-  Factory<h3vae::gpu::GpuVideoDecoder> make_;
+  MakeOn make_;
+  std::vector<int> devices_;
   std::string name_;
 };
 
@@ -98,14 +139,16 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
   OROCHI_ASSIGN_OR_RETURN(const int64_t tile_tokens, h3vae::gpu::max_tile_tokens(video, options, plan.geometry.latent_height,
                                                                                   plan.geometry.latent_width));
   const int64_t audio_latents = plan.geometry.audio_latents;
+  std::vector<int> decode_devices;
+  for (int i = 0; i < std::max(placement.decode_gpus, 1); ++i) decode_devices.push_back(device + i);
   g.video = std::make_unique<GpuVideo>(
       video,
-      [=]() -> Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> {
-        OROCHI_ASSIGN_OR_RETURN(auto d, h3vae::gpu::GpuVideoDecoder::create(video, device, tile_tokens));
+      [=](int on) -> Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> {
+        OROCHI_ASSIGN_OR_RETURN(auto d, h3vae::gpu::GpuVideoDecoder::create(video, on, tile_tokens));
         OROCHI_RETURN_IF_ERROR(fill_video(*d));
         return d;
       },
-      g.device_name);
+      decode_devices, g.device_name);
   g.audio = std::make_unique<GpuAudio>(
       audio,
       [=]() -> Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>> {

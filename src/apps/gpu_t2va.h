@@ -1,7 +1,7 @@
-// The GPU parts of `orochi generate`: the H3 denoiser (on one GPU or several), the video VAE and the
-// audio VAE on the first GPU,
-// behind the pipeline's interfaces, with memory sized from the request's plan. Without the CUDA
-// backend every function returns `unsupported` with advice.
+// The GPU parts of `orochi generate`: the H3 denoiser (on one GPU or several), the video VAE (its
+// temporal chunks shared by the run's GPUs) and the audio VAE on the first GPU, behind the
+// pipeline's interfaces, with memory sized from the request's plan. Without the CUDA backend every
+// function returns `unsupported` with advice.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,7 @@ struct GpuPlacement {
   int64_t comm_timeout_s = 60;
   std::vector<bool> streamed;  // denoiser blocks the plan streams from pinned host RAM (one GPU)
   int slots = 2;
+  int decode_gpus = 1;         // GPUs from `device` on that share the video decode's chunks
 };
 
 struct GpuT2va {

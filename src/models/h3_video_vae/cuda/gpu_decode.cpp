@@ -68,17 +68,7 @@ Expected<Tensor> GpuVideoDecoder::decode_chunk(const Tensor& latents, int64_t ch
 Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOptions& options,
                                          const ChunkProgress& progress) {
   OROCHI_RETURN_IF_ERROR(check_ready("decode"));
-  OROCHI_RETURN_IF_ERROR(require_host_latents(latents));
-  OROCHI_RETURN_IF_ERROR(validate_latents(config_, latents));
-  OROCHI_RETURN_IF_ERROR(options.validate(config_));
-  OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, count_chunks(config_, latents.dim(1)));
-  // Refuse a canvas whose tiles do not fit before decoding anything.
-  OROCHI_ASSIGN_OR_RETURN(const int64_t tokens, max_tile_tokens(config_, options, latents.dim(2), latents.dim(3)));
-  if (tokens > max_tokens_)
-    return invalid_argument("a " + std::to_string(latents.dim(2)) + "x" + std::to_string(latents.dim(3)) +
-                            " latent canvas decodes tiles of " + std::to_string(tokens) +
-                            " tokens; this GpuVideoDecoder was created for at most " + std::to_string(max_tokens_) +
-                            ": create it with max_tile_tokens() of the canvas, or turn tiling on");
+  OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, check_decodable(latents, options));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // One arena for this decode: every tile of a chunk, the current and previous clip, the video.
   const VideoVaeConfig& c = config_;
@@ -134,6 +124,52 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
     }
   }
   return cuda::download(video, stream_);
+}
+
+Expected<int64_t> GpuVideoDecoder::check_decodable(const Tensor& latents, const DecodeOptions& options) const {
+  OROCHI_RETURN_IF_ERROR(require_host_latents(latents));
+  OROCHI_RETURN_IF_ERROR(validate_latents(config_, latents));
+  OROCHI_RETURN_IF_ERROR(options.validate(config_));
+  OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, count_chunks(config_, latents.dim(1)));
+  // Refuse a canvas whose tiles do not fit before decoding anything.
+  OROCHI_ASSIGN_OR_RETURN(const int64_t tokens, max_tile_tokens(config_, options, latents.dim(2), latents.dim(3)));
+  if (tokens > max_tokens_)
+    return invalid_argument("a " + std::to_string(latents.dim(2)) + "x" + std::to_string(latents.dim(3)) +
+                            " latent canvas decodes tiles of " + std::to_string(tokens) +
+                            " tokens; this GpuVideoDecoder was created for at most " + std::to_string(max_tokens_) +
+                            ": create it with max_tile_tokens() of the canvas, or turn tiling on");
+  return chunks;
+}
+
+Expected<std::vector<Tensor>> GpuVideoDecoder::decode_clips(const Tensor& latents, const std::vector<int64_t>& chunks,
+                                                            const DecodeOptions& options,
+                                                            const std::function<void(int64_t chunk)>& done) {
+  OROCHI_RETURN_IF_ERROR(check_ready("decode_clips"));
+  OROCHI_ASSIGN_OR_RETURN(const int64_t count, check_decodable(latents, options));
+  for (int64_t i : chunks)
+    if (i < 0 || i >= count)
+      return invalid_argument("chunk " + std::to_string(i) + " of a " + std::to_string(count) + "-chunk video");
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  // One arena for this call: every tile of a chunk and one clip.
+  const VideoVaeConfig& c = config_;
+  const TilePlan plan = plan_tiles(c, latents.dim(2), latents.dim(3), options);
+  const int64_t ch = c.out_channels, wf = c.window_frames(), p = c.spatial_ratio;
+  const int64_t H = latents.dim(2) * p, W = latents.dim(3) * p;
+  int64_t tile_values = 0;
+  for (int64_t len_r : plan.rows.lengths)
+    for (int64_t len_c : plan.cols.lengths) tile_values += ch * wf * len_r * len_c;
+  const size_t bytes = 4 * static_cast<size_t>(tile_values + ch * wf * H * W) + 4 * cuda::DeviceArena::kAlignment;
+  OROCHI_ASSIGN_OR_RETURN(auto arena, cuda::DeviceArena::create(device_, bytes, "video VAE clips"));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, arena->tensor({tile_values}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor clip, arena->tensor({ch, wf, H, W}, DType::kF32));
+  std::vector<Tensor> clips;
+  for (int64_t i : chunks) {
+    OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, clip));
+    OROCHI_ASSIGN_OR_RETURN(Tensor host, cuda::download(clip, stream_));  // waits for the chunk
+    clips.push_back(std::move(host));
+    if (done) done(i);
+  }
+  return clips;
 }
 
 Status GpuVideoDecoder::stitch_chunk_on_device(const Tensor& latents, int64_t chunk, const DecodeOptions& options,

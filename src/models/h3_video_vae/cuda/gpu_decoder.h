@@ -77,6 +77,14 @@ class GpuVideoDecoder {
   Expected<Tensor> decode(const Tensor& latents, const DecodeOptions& options = {},
                           const ChunkProgress& progress = nullptr);
 
+  // The raw clips of `chunks` (indices into `latents`' chunks), each stitched on the device and
+  // downloaded: host f32 [out_ch, 28, H·p, W·p], as the CPU decode_chunk's. The unit of a decode
+  // split over GPUs: each GPU decodes some chunks, assemble_chunks (temporal.h) joins them on the
+  // host, bit-identical to decode() on one GPU. `done(chunk)` after each.
+  Expected<std::vector<Tensor>> decode_clips(const Tensor& latents, const std::vector<int64_t>& chunks,
+                                             const DecodeOptions& options,
+                                             const std::function<void(int64_t chunk)>& done = nullptr);
+
   // Timing each GEMM shape's candidates picks the fastest, but may pick differently on two GPUs,
   // which breaks bit-identity between them: leave off for split decodes.
   void set_gemm_autotune(bool on) { gemm_->set_autotune(on); }
@@ -91,6 +99,8 @@ class GpuVideoDecoder {
  private:
   GpuVideoDecoder() = default;
   Status check_ready(const char* what) const;
+  // decode()'s and decode_clips()' checks of the latents against the config, options and tiles.
+  Expected<int64_t> check_decodable(const Tensor& latents, const DecodeOptions& options) const;
   Status upload_rope(int64_t T, int64_t H, int64_t W);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
   Status block(const GpuBlock& b, int64_t S);
