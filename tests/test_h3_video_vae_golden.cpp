@@ -92,6 +92,17 @@ TEST_F(VideoVaeGolden, OneChunkOneTileEveryStage) {
   ASSERT_TRUE(pixels.has_value());
   EXPECT_TENSOR_CLOSE(*pixels, expected("a.pixels"), 1e-5);
   std::printf("  %-28s %s\n", "a.pixels", testing::compare(*pixels, expected("a.pixels")).summary().c_str());
+  // The frame-major form the pipeline writes: the same values, frame by frame, bit for bit.
+  Expected<Tensor> frames = h3vae::to_pixel_frames(video);
+  ASSERT_TRUE(frames.has_value());
+  const int64_t F = video.dim(1);
+  ASSERT_EQ(frames->shape(), (Shape{F, 3, video.dim(2), video.dim(3)}));
+  for (int64_t f = 0; f < F; ++f)
+    for (int64_t c = 0; c < 3; ++c)
+      EXPECT_TENSOR_CLOSE(frames->slice(0, f, f + 1).slice(1, c, c + 1).contiguous().view({video.dim(2), video.dim(3)}),
+                          pixels->slice(0, c, c + 1).slice(1, f, f + 1).contiguous().view({video.dim(2), video.dim(3)}),
+                          0.0);
+  EXPECT_FALSE(h3vae::to_pixel_frames(Tensor::zeros({4, 2, 2, 2}, DType::kF32)).has_value());
 }
 
 TEST_F(VideoVaeGolden, TwoChunksTiledEveryStageOfTheFirstTile) {

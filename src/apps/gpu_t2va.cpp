@@ -195,6 +195,20 @@ Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_i
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
 }
 
+namespace {
+
+Status enable_peer_access(int device, int peer) {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    return Status::ok();
+  }
+  return cuda::cuda_status(e, "cudaDeviceEnablePeerAccess");
+}
+
+}  // namespace
+
 Expected<double> gpu_link_gbps(int first, int count) {
   constexpr size_t kBytes = size_t{256} << 20;
   double slowest = 0;
@@ -208,7 +222,12 @@ Expected<double> gpu_link_gbps(int first, int count) {
       if (dst) cudaSetDevice(peer), cudaFree(dst);
       cudaSetDevice(first);
     };
-    Status s = cuda::cuda_status(cudaSetDevice(peer), "cudaSetDevice");
+    // Direct peer access where the pair has it (NVLink, PCIe P2P), as the run's exchanges will use;
+    // without it the copy is staged through host RAM, and that is the link's speed.
+    int can = 0;
+    Status s = cuda::cuda_status(cudaDeviceCanAccessPeer(&can, first, peer), "cudaDeviceCanAccessPeer");
+    if (s.is_ok() && can) s = enable_peer_access(first, peer);
+    if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(peer), "cudaSetDevice");
     if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&dst, kBytes), "measuring the GPU link (cudaMalloc)");
     if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(first), "cudaSetDevice");
     if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&src, kBytes), "measuring the GPU link (cudaMalloc)");

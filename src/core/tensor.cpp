@@ -39,12 +39,12 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes, bool zero) {
   auto b = std::shared_ptr<Buffer>(new Buffer());
   const size_t rounded = (bytes + 63) / 64 * 64;
   b->data_ = rounded ? std::aligned_alloc(64, rounded) : nullptr;
   if (rounded && b->data_ == nullptr) throw std::bad_alloc();
-  if (rounded) std::memset(b->data_, 0, rounded);
+  if (rounded && zero) std::memset(b->data_, 0, rounded);
   b->size_ = bytes;
   b->owned_ = true;
   return b;
@@ -68,6 +68,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   const int64_t n = shape_numel(shape);
   OROCHI_CHECK(n >= 0, "bad shape ", shape_to_string(shape));
   return from_buffer(Buffer::allocate(static_cast<size_t>(n) * dtype_size(dtype)), 0, shape, dtype);
+}
+
+Tensor Tensor::uninitialized(const Shape& shape, DType dtype) {
+  const int64_t n = shape_numel(shape);
+  OROCHI_CHECK(n >= 0, "bad shape ", shape_to_string(shape));
+  return from_buffer(Buffer::allocate(static_cast<size_t>(n) * dtype_size(dtype), /*zero=*/false), 0, shape, dtype);
 }
 
 Tensor Tensor::from_buffer(std::shared_ptr<Buffer> buffer, size_t offset_bytes, const Shape& shape,
@@ -172,7 +178,7 @@ Tensor Tensor::slice(int d, int64_t start, int64_t end) const {
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
   require_host("contiguous");
-  Tensor out = empty(shape_, dtype_);
+  Tensor out = uninitialized(shape_, dtype_);  // the walk below writes every element
   out.scale_ = scale_;
   const size_t es = dtype_size(dtype_);
   const int64_t n = numel();

@@ -31,8 +31,9 @@ int64_t shape_numel(const Shape& shape);
 
 class Buffer {
  public:
-  // Zero-filled, 64-byte aligned host memory.
-  static std::shared_ptr<Buffer> allocate(size_t bytes);
+  // 64-byte aligned host memory, zero-filled unless `zero` is false (then its contents are
+  // undefined: for buffers every byte of which is written next, so a large one is touched once).
+  static std::shared_ptr<Buffer> allocate(size_t bytes, bool zero = true);
   // Borrowed memory kept valid by `owner` (e.g. a mapped file).
   static std::shared_ptr<Buffer> wrap(void* data, size_t bytes, std::shared_ptr<const void> owner,
                                       Device device = {});
@@ -58,6 +59,8 @@ class Tensor {
   Tensor() = default;
 
   static Tensor empty(const Shape& shape, DType dtype);  // zero-filled host tensor
+  // A host tensor whose contents are undefined: the caller writes every element before reading.
+  static Tensor uninitialized(const Shape& shape, DType dtype);
   static Tensor zeros(const Shape& shape, DType dtype) { return empty(shape, dtype); }
   static Tensor from_buffer(std::shared_ptr<Buffer> buffer, size_t offset_bytes, const Shape& shape,
                             DType dtype);

@@ -17,17 +17,6 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 constexpr int64_t kAudioChannels = 2;  // stereo, channel-major rows
 
-// [3, F, H, W] -> [F, 3, H, W], the frame-major layout the video writers take.
-Tensor frames_first(const Tensor& video) {
-  const int64_t C = video.dim(0), F = video.dim(1), plane = video.dim(2) * video.dim(3);
-  Tensor out = Tensor::empty({F, C, video.dim(2), video.dim(3)}, DType::kF32);
-  const float* src = video.data<float>();
-  float* dst = out.data<float>();
-  for (int64_t c = 0; c < C; ++c)
-    for (int64_t f = 0; f < F; ++f)
-      std::copy(src + (c * F + f) * plane, src + (c * F + f + 1) * plane, dst + (f * C + c) * plane);
-  return out;
-}
 
 }  // namespace
 
@@ -107,8 +96,7 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, A
     if (progress) progress({"video decode", done, total, seconds});
   };
   OROCHI_ASSIGN_OR_RETURN(const Tensor decoded, video_vae.decode(denormalized, on_chunk));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor pixels, h3vae::to_pixels(decoded));  // [3, F, H, W]
-  result.frames = frames_first(pixels);
+  OROCHI_ASSIGN_OR_RETURN(result.frames, h3vae::to_pixel_frames(decoded));  // [F, 3, H, W]
   result.times.video_decode_s = seconds_since(t_video);
 
   // Audio: the channel-major rows are the mono VAE's batch of two.

@@ -125,7 +125,7 @@ Expected<Tensor> upload(const Tensor& host, DeviceArena& arena, DType target, cu
 
 Expected<Tensor> download(const Tensor& device, cudaStream_t stream) {
   require_device_tensor(device, "download source");
-  Tensor host = Tensor::empty(device.shape(), device.dtype());
+  Tensor host = Tensor::uninitialized(device.shape(), device.dtype());  // the copy writes every byte
   OROCHI_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(host.raw_data(), device.raw_data(), device.nbytes(), cudaMemcpyDeviceToHost, stream));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));

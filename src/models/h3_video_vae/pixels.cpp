@@ -8,16 +8,27 @@ namespace {
 // y[c, ...] = x[c, ...] · scale[c] + shift[c] over a channel-major tensor.
 Tensor affine_per_channel(const Tensor& x_in, const float* scale, const float* shift) {
   const Tensor x = x_in.contiguous();
-  Tensor y = Tensor::empty(x.shape(), DType::kF32);
+  Tensor y = Tensor::uninitialized(x.shape(), DType::kF32);
   const int64_t C = x.dim(0), plane = x.numel() / C;
   const float* px = x.data<float>();
   float* py = y.data<float>();
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = 0; i < plane; ++i) {
       const float scaled = px[c * plane + i] * scale[c];
       py[c * plane + i] = scaled + shift[c];
     }
   return y;
+}
+
+constexpr float kImagenetMean[3] = {0.485f, 0.456f, 0.406f};
+constexpr float kImagenetStd[3] = {0.229f, 0.224f, 0.225f};
+
+Status check_video(const Tensor& video) {
+  if (!video.defined() || video.dtype() != DType::kF32 || video.ndim() != 4 || video.dim(0) != 3)
+    return shape_mismatch("decoded video must be f32 [3, F, H, W], got " +
+                          (video.defined() ? video.describe() : std::string("nothing")));
+  return Status::ok();
 }
 
 }  // namespace
@@ -30,15 +41,34 @@ Expected<Tensor> denormalize_latents(const VideoVaeConfig& c, const Tensor& z) {
 }
 
 Expected<Tensor> to_pixels(const Tensor& video) {
-  if (!video.defined() || video.dtype() != DType::kF32 || video.ndim() != 4 || video.dim(0) != 3)
-    return shape_mismatch("decoded video must be f32 [3, F, H, W], got " +
-                          (video.defined() ? video.describe() : std::string("nothing")));
-  static constexpr float kMean[3] = {0.485f, 0.456f, 0.406f};
-  static constexpr float kStd[3] = {0.229f, 0.224f, 0.225f};
-  Tensor pixels = affine_per_channel(video, kStd, kMean);
+  OROCHI_RETURN_IF_ERROR(check_video(video));
+  Tensor pixels = affine_per_channel(video, kImagenetStd, kImagenetMean);
   float* p = pixels.data<float>();
-  for (int64_t i = 0; i < pixels.numel(); ++i) p[i] = std::clamp(p[i], 0.0f, 1.0f);
+  const int64_t n = pixels.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) p[i] = std::clamp(p[i], 0.0f, 1.0f);
   return pixels;
+}
+
+Expected<Tensor> to_pixel_frames(const Tensor& video_in) {
+  OROCHI_RETURN_IF_ERROR(check_video(video_in));
+  const Tensor video = video_in.contiguous();
+  const int64_t F = video.dim(1), plane = video.dim(2) * video.dim(3);
+  Tensor frames = Tensor::uninitialized({F, 3, video.dim(2), video.dim(3)}, DType::kF32);
+  const float* src = video.data<float>();
+  float* dst = frames.data<float>();
+  // The arithmetic of to_pixels (scale, then shift, then clamp), each plane moved to its frame.
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t f = 0; f < F; ++f)
+    for (int64_t c = 0; c < 3; ++c) {
+      const float* x = src + (c * F + f) * plane;
+      float* y = dst + (f * 3 + c) * plane;
+      for (int64_t i = 0; i < plane; ++i) {
+        const float scaled = x[i] * kImagenetStd[c];
+        y[i] = std::clamp(scaled + kImagenetMean[c], 0.0f, 1.0f);
+      }
+    }
+  return frames;
 }
 
 }  // namespace orochi::h3vae

@@ -12,9 +12,11 @@ void copy_frames(const Tensor& src_in, Tensor& dst, int64_t at) {
   const int64_t ch = src.dim(0), f = src.dim(1), plane = src.dim(2) * src.dim(3), F = dst.dim(1);
   OROCHI_CHECK(dst.dim(0) == ch && at + f <= F && dst.dim(2) * dst.dim(3) == plane, "copy_frames: ",
                src.describe(), " into ", dst.describe(), " at ", at);
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t c = 0; c < ch; ++c)
-    std::memcpy(dst.data<float>() + (c * F + at) * plane, src.data<float>() + c * f * plane,
-                f * plane * sizeof(float));
+    for (int64_t k = 0; k < f; ++k)  // one frame's plane per task: big videos copy on every core
+      std::memcpy(dst.data<float>() + (c * F + at + k) * plane, src.data<float>() + (c * f + k) * plane,
+                  plane * sizeof(float));
 }
 
 }  // namespace
@@ -90,10 +92,16 @@ Expected<Tensor> assemble_chunks(const VideoVaeConfig& c, const std::vector<Tens
                             ", H, W] of one shape, got " + (clip.defined() ? clip.describe() : "nothing") +
                             " next to " + first.describe());
   const int64_t n = static_cast<int64_t>(clips.size()), block = c.chunk_frames() - c.frame_pre_padding();
-  Tensor video = Tensor::empty({first.dim(0), video_frames(c, n), first.dim(2), first.dim(3)}, DType::kF32);
+  // Every frame is written below: n blocks and the last tail.
+  Tensor video = Tensor::uninitialized({first.dim(0), video_frames(c, n), first.dim(2), first.dim(3)}, DType::kF32);
   for (int64_t i = 0; i < n; ++i)
     copy_frames(output_block(c, clips[i], i > 0 ? &clips[i - 1] : nullptr, precision), video, i * block);
-  if (c.token_drop > 0) copy_frames(split_clip(c, clips.back()).tail, video, n * block);
+  if (c.token_drop > 0) {
+    const Tensor tail = split_clip(c, clips.back()).tail;
+    OROCHI_CHECK(n * block + tail.dim(1) == video.dim(1), "assemble_chunks: the blocks and the tail must fill ",
+                 video.describe());
+    copy_frames(tail, video, n * block);
+  }
   return video;
 }
 
