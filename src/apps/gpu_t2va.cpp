@@ -7,12 +7,10 @@
 
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
-#include "dist/comm.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
@@ -30,10 +28,9 @@ namespace {
 template <typename Decoder>
 using Factory = std::function<Expected<std::unique_ptr<Decoder>>()>;
 
-// On one GPU the whole decode stays on the device (decode()); on several, each GPU decodes a
-// contiguous run of the temporal chunks (decode_clips) on its own thread and the host joins the
-// clips (assemble_chunks), bit-identical to the one-GPU decode: the tiles are deterministic and the
-// GEMMs untuned, so every GPU computes the same bits.
+// The whole decode runs on the device: on one GPU, or with the other GPUs of the run as helpers
+// that decode runs of the temporal chunks at the same time (GpuVideoDecoder::decode), bit-identical
+// to one GPU: the tiles are deterministic and the GEMMs untuned, so every GPU computes the same bits.
 class GpuVideo final : public pipeline::VideoDecoder {
  public:
   using MakeOn = std::function<Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>>(int device)>;
@@ -43,48 +40,31 @@ class GpuVideo final : public pipeline::VideoDecoder {
   std::string device_name() const override { return name_; }
   Expected<Tensor> decode(const Tensor& latents, const pipeline::ChunkCallback& on_chunk) override {
     using Clock = std::chrono::steady_clock;
+    // Every GPU's decoder is made (weights uploaded or generated) at the same time.
+    std::vector<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> made(devices_.size());
+    std::vector<Status> failed(devices_.size(), Status::ok());
+    std::vector<std::thread> threads;
+    for (size_t g = 0; g < devices_.size(); ++g)
+      threads.emplace_back([&, g] {
+        Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> d = make_(devices_[g]);
+        if (d) made[g] = std::move(d).value();
+        else failed[g] = d.status();
+      });
+    for (std::thread& t : threads) t.join();
+    std::vector<h3vae::gpu::GpuVideoDecoder*> helpers;
+    for (size_t g = 0; g < made.size(); ++g) {
+      if (!failed[g].is_ok()) return failed[g].with_context("video decoder on GPU " + std::to_string(devices_[g]));
+      if (g > 0) helpers.push_back(made[g].get());
+    }
     auto last = Clock::now();
-    std::mutex progress_mutex;
-    int64_t done = 0;
-    OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, h3vae::count_chunks(config_, latents.dim(1)));
-    auto report = [&]() {  // under progress_mutex
-      const auto now = Clock::now();
-      if (on_chunk) on_chunk(++done, chunks, std::chrono::duration<double>(now - last).count());
-      last = now;
-    };
     // The GPU decoder follows the reference's fp16 autocast, whose chunk and tile blends run in fp16.
     h3vae::DecodeOptions options;
     options.blend_precision = h3vae::BlendPrecision::kF16;
-    const int gpus = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(devices_.size()), chunks));
-    if (gpus <= 1) {
-      OROCHI_ASSIGN_OR_RETURN(auto decoder, make_(devices_.front()));
-      return decoder->decode(latents, options, [&](int64_t, int64_t) { report(); });
-    }
-    std::vector<Expected<std::vector<Tensor>>> parts(static_cast<size_t>(gpus), Status::ok());
-    std::vector<std::thread> threads;
-    for (int g = 0; g < gpus; ++g)
-      threads.emplace_back([&, g] {
-        const dist::Range mine = dist::even_share(chunks, gpus, g);
-        std::vector<int64_t> list;
-        for (int64_t i = mine.begin; i < mine.end; ++i) list.push_back(i);
-        Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> decoder = make_(devices_[static_cast<size_t>(g)]);
-        if (!decoder) {
-          parts[static_cast<size_t>(g)] = decoder.status();
-          return;
-        }
-        parts[static_cast<size_t>(g)] = (*decoder)->decode_clips(latents, list, options, [&](int64_t) {
-          std::lock_guard<std::mutex> lock(progress_mutex);
-          report();
-        });
-      });
-    for (std::thread& t : threads) t.join();
-    std::vector<Tensor> clips;
-    for (int g = 0; g < gpus; ++g) {
-      Expected<std::vector<Tensor>>& part = parts[static_cast<size_t>(g)];
-      if (!part) return part.status().with_context("video decode on GPU " + std::to_string(devices_[static_cast<size_t>(g)]));
-      for (Tensor& clip : *part) clips.push_back(std::move(clip));
-    }
-    return h3vae::assemble_chunks(config_, clips, options.blend_precision);
+    return made[0]->decode(latents, options, [&](int64_t done, int64_t total) {
+      const auto now = Clock::now();
+      if (on_chunk) on_chunk(done, total, std::chrono::duration<double>(now - last).count());
+      last = now;
+    }, helpers);
   }
 
  private:

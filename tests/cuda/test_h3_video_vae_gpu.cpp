@@ -327,10 +327,10 @@ TEST_F(VaeGpuDecoder, DeviceStitchingEqualsHostStitchingInF16) {
   print_case("vae device stitch vs host (f16)", "[8, 12, 10, 6]", c);
 }
 
-// What `orochi generate` does with several GPUs: each decodes a run of chunks (decode_clips, tiles
-// stitched on its device) and the host assembles them. Three chunks over GPUs 0 and 1 (or two
-// decoders on GPU 0 when there is one), f16 blends: the same bits as decode() on one GPU.
-TEST_F(VaeGpuDecoder, ChunksDecodedOnTwoGpusAssembleToTheOneGpuVideo) {
+// What `orochi generate` does with several GPUs: a helper decoder on GPU 1 (or a second one on GPU 0
+// when there is one GPU) decodes the later chunks while GPU 0 decodes the first, and GPU 0 fades them
+// in: three chunks, f16 blends, the same bits as decode() on one GPU.
+TEST_F(VaeGpuDecoder, ChunksSharedWithAHelperGpuGiveTheOneGpuVideo) {
   h3vae::DecodeOptions options = options_;
   options.blend_precision = h3vae::BlendPrecision::kF16;
   const Tensor z = testing::random_normal({8, 17, 6, 6}, 29);  // 17 = 5·3 + 2: three chunks
@@ -339,24 +339,23 @@ TEST_F(VaeGpuDecoder, ChunksDecodedOnTwoGpusAssembleToTheOneGpuVideo) {
   ASSERT_OK_AND_ASSIGN(Tensor whole, one->decode(z, options));
   int gpus = 0;
   ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
-  auto second = GpuVideoDecoder::create(weights_.config, gpus > 1 ? 1 : 0, tokens);
-  ASSERT_TRUE(second.has_value()) << second.status().to_string();
-  ASSERT_STATUS_OK((*second)->upload(weights_));
-  std::vector<int64_t> seen;
-  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> first_part,
-                       one->decode_clips(z, {0, 1}, options, [&](int64_t i) { seen.push_back(i); }));
-  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> second_part, (*second)->decode_clips(z, {2}, options));
-  EXPECT_EQ(seen, (std::vector<int64_t>{0, 1}));
-  ASSERT_EQ(first_part.size(), 2u);
-  ASSERT_EQ(second_part.size(), 1u);
-  EXPECT_EQ(second_part[0].shape(), (Shape{3, 28, 24, 24}));
-  std::vector<Tensor> clips = {first_part[0], first_part[1], second_part[0]};
-  Expected<Tensor> assembled = h3vae::assemble_chunks(weights_.config, clips, options.blend_precision);
-  ASSERT_TRUE(assembled.has_value()) << assembled.status().to_string();
-  EXPECT_TRUE(bit_equal(*assembled, whole)) << "on " << (gpus > 1 ? "GPUs 0 and 1" : "GPU 0 twice");
-  std::printf("vae decode split over %s: bit-identical to one GPU: %s\n", gpus > 1 ? "GPUs 0 and 1" : "GPU 0 twice",
-              bit_equal(*assembled, whole) ? "yes" : "NO");
-  EXPECT_FALSE(one->decode_clips(z, {3}, options).has_value());  // a chunk past the end
+  auto helper = GpuVideoDecoder::create(weights_.config, gpus > 1 ? 1 : 0, tokens);
+  ASSERT_TRUE(helper.has_value()) << helper.status().to_string();
+  ASSERT_STATUS_OK((*helper)->upload(weights_));
+  std::vector<std::pair<int64_t, int64_t>> progress;
+  ASSERT_OK_AND_ASSIGN(Tensor shared, one->decode(z, options, [&](int64_t d, int64_t n) { progress.push_back({d, n}); },
+                                                  {helper->get()}));
+  EXPECT_EQ(progress.size(), 3u);
+  EXPECT_EQ(progress.back(), (std::pair<int64_t, int64_t>{3, 3}));
+  const bool same = bit_equal(shared, whole);
+  EXPECT_TRUE(same) << "on " << (gpus > 1 ? "GPUs 0 and 1" : "GPU 0 twice");
+  std::printf("vae decode shared with a helper on %s: bit-identical to one GPU: %s\n",
+              gpus > 1 ? "GPU 1" : "GPU 0", same ? "yes" : "NO");
+  // The helper's own part: chunks it decodes stay on its GPU; a run past the end is refused.
+  ASSERT_OK_AND_ASSIGN(auto part, (*helper)->decode_clips(z, 1, 3, options));
+  EXPECT_EQ(part.clips.size(), 2u);
+  EXPECT_FALSE((*helper)->decode_clips(z, 2, 4, options).has_value());
+  EXPECT_FALSE(one->decode(z, options, nullptr, {one.get()}).has_value());  // not its own helper
 }
 
 TEST_F(VaeGpuDecoder, RandomInitIsReproducibleAndFinite) {

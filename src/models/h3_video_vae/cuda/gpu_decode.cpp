@@ -2,7 +2,9 @@
 // assembly (tiling.h, temporal.h) around GPU tiles, so the result equals the CPU decode's
 // arithmetic everywhere outside the tile ViT.
 #include <algorithm>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -66,9 +68,12 @@ Expected<Tensor> GpuVideoDecoder::decode_chunk(const Tensor& latents, int64_t ch
 }
 
 Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOptions& options,
-                                         const ChunkProgress& progress) {
+                                         const ChunkProgress& progress, const std::vector<GpuVideoDecoder*>& helpers) {
   OROCHI_RETURN_IF_ERROR(check_ready("decode"));
   OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, check_decodable(latents, options));
+  for (GpuVideoDecoder* h : helpers)
+    if (h == nullptr || h == this || !h->has_weights() || h->max_tokens() < max_tokens_)
+      return invalid_argument("a helper decoder must be another loaded GpuVideoDecoder planned for these tiles");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // One arena for this decode: every tile of a chunk, the current and previous clip, the video.
   const VideoVaeConfig& c = config_;
@@ -85,6 +90,36 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
   OROCHI_ASSIGN_OR_RETURN(const Tensor clip_a, arena->tensor({ch, wf, H, W}, DType::kF32));
   OROCHI_ASSIGN_OR_RETURN(const Tensor clip_b, arena->tensor({ch, wf, H, W}, DType::kF32));
   OROCHI_ASSIGN_OR_RETURN(const Tensor video, arena->tensor({ch, F, H, W}, DType::kF32));
+
+  // The helpers decode the later chunks at the same time, each a contiguous run, into their own
+  // memory; this GPU decodes the first run, then copies theirs over in order.
+  const int parts = static_cast<int>(std::min<int64_t>(1 + static_cast<int64_t>(helpers.size()), chunks));
+  auto run_of = [&](int part) {
+    return std::pair<int64_t, int64_t>{chunks * part / parts, chunks * (part + 1) / parts};
+  };
+  std::mutex progress_mutex;
+  int64_t done = 0;
+  auto report = [&] {
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    ++done;
+    if (progress) progress(done, chunks);
+  };
+  std::vector<Expected<DeviceClips>> helped(static_cast<size_t>(parts),
+                                            Status(ErrorCode::kInternal, "the helper's decode did not run"));
+  std::vector<std::thread> threads;
+  for (int part = 1; part < parts; ++part)
+    threads.emplace_back([&, part] {
+      const auto [first, last] = run_of(part);
+      helped[static_cast<size_t>(part)] =
+          helpers[static_cast<size_t>(part - 1)]->decode_clips(latents, first, last, options, [&](int64_t) { report(); });
+    });
+  struct Join {  // every helper thread ends before this function's locals go
+    std::vector<std::thread>& threads;
+    ~Join() {
+      for (std::thread& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } join{threads};
 
   const bool f16 = options.blend_precision == BlendPrecision::kF16;
   OROCHI_CHECK(f16 || options.blend_precision == BlendPrecision::kF32, "device blends run in f16 or f32");
@@ -109,18 +144,33 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
     }
     return cuda::kernels::launch_vae_cross_fade(fade, f16, stream_);
   };
-  for (int64_t i = 0; i < chunks; ++i) {
+  // Chunk i's clip is in `clip`: its output frames, faded in from the previous clip's tail.
+  auto consume = [&](int64_t i) -> Status {
     const Tensor& clip = i % 2 ? clip_b : clip_a;
     const Tensor& previous = i % 2 ? clip_a : clip_b;
-    OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, clip));
-    // Output frames [block·i, block·i + block): the head, its first frames faded in from the tail.
     const bool fade_in = i > 0 && c.token_drop > 0;
     OROCHI_CUDA_RETURN_IF_ERROR(place(clip, pre, block, i * block, fade_in ? &previous : nullptr));
     if (i + 1 == chunks && c.token_drop > 0)  // the last clip's tail ends the video
       OROCHI_CUDA_RETURN_IF_ERROR(place(clip, tail_start, tail_len, chunks * block, nullptr));
-    if (progress) {
-      OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // so the callback's clock is honest
-      progress(i + 1, chunks);
+    return Status::ok();
+  };
+  for (int64_t i = run_of(0).first; i < run_of(0).second; ++i) {
+    OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, i % 2 ? clip_b : clip_a));
+    OROCHI_RETURN_IF_ERROR(consume(i));
+    if (progress) OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // so the callback's clock is honest
+    report();
+  }
+  for (std::thread& t : threads) t.join();
+  for (int part = 1; part < parts; ++part) {
+    Expected<DeviceClips>& got = helped[static_cast<size_t>(part)];
+    if (!got) return got.status().with_context("video decode on GPU " + std::to_string(helpers[part - 1]->device()));
+    const auto [first, last] = run_of(part);
+    for (int64_t i = first; i < last; ++i) {
+      const Tensor& from = got->clips[static_cast<size_t>(i - first)];
+      const Tensor& clip = i % 2 ? clip_b : clip_a;
+      OROCHI_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(clip.raw_data(), device_, from.raw_data(), got->device,
+                                                      clip.nbytes(), stream_));
+      OROCHI_RETURN_IF_ERROR(consume(i));
     }
   }
   return cuda::download(video, stream_);
@@ -141,16 +191,16 @@ Expected<int64_t> GpuVideoDecoder::check_decodable(const Tensor& latents, const 
   return chunks;
 }
 
-Expected<std::vector<Tensor>> GpuVideoDecoder::decode_clips(const Tensor& latents, const std::vector<int64_t>& chunks,
-                                                            const DecodeOptions& options,
-                                                            const std::function<void(int64_t chunk)>& done) {
+Expected<GpuVideoDecoder::DeviceClips> GpuVideoDecoder::decode_clips(const Tensor& latents, int64_t first,
+                                                                     int64_t last, const DecodeOptions& options,
+                                                                     const std::function<void(int64_t)>& done) {
   OROCHI_RETURN_IF_ERROR(check_ready("decode_clips"));
   OROCHI_ASSIGN_OR_RETURN(const int64_t count, check_decodable(latents, options));
-  for (int64_t i : chunks)
-    if (i < 0 || i >= count)
-      return invalid_argument("chunk " + std::to_string(i) + " of a " + std::to_string(count) + "-chunk video");
+  if (first < 0 || last > count || first >= last)
+    return invalid_argument("chunks [" + std::to_string(first) + ", " + std::to_string(last) + ") of a " +
+                            std::to_string(count) + "-chunk video");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-  // One arena for this call: every tile of a chunk and one clip.
+  // One arena for this call: every tile of a chunk and each clip of the run.
   const VideoVaeConfig& c = config_;
   const TilePlan plan = plan_tiles(c, latents.dim(2), latents.dim(3), options);
   const int64_t ch = c.out_channels, wf = c.window_frames(), p = c.spatial_ratio;
@@ -158,18 +208,20 @@ Expected<std::vector<Tensor>> GpuVideoDecoder::decode_clips(const Tensor& latent
   int64_t tile_values = 0;
   for (int64_t len_r : plan.rows.lengths)
     for (int64_t len_c : plan.cols.lengths) tile_values += ch * wf * len_r * len_c;
-  const size_t bytes = 4 * static_cast<size_t>(tile_values + ch * wf * H * W) + 4 * cuda::DeviceArena::kAlignment;
-  OROCHI_ASSIGN_OR_RETURN(auto arena, cuda::DeviceArena::create(device_, bytes, "video VAE clips"));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, arena->tensor({tile_values}, DType::kF32));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor clip, arena->tensor({ch, wf, H, W}, DType::kF32));
-  std::vector<Tensor> clips;
-  for (int64_t i : chunks) {
+  const size_t bytes = 4 * static_cast<size_t>(tile_values + (last - first) * ch * wf * H * W) +
+                       (2 + static_cast<size_t>(last - first)) * cuda::DeviceArena::kAlignment;
+  DeviceClips out;
+  out.device = device_;
+  OROCHI_ASSIGN_OR_RETURN(out.arena, cuda::DeviceArena::create(device_, bytes, "video VAE clips"));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, out.arena->tensor({tile_values}, DType::kF32));
+  for (int64_t i = first; i < last; ++i) {
+    OROCHI_ASSIGN_OR_RETURN(Tensor clip, out.arena->tensor({ch, wf, H, W}, DType::kF32));
     OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, clip));
-    OROCHI_ASSIGN_OR_RETURN(Tensor host, cuda::download(clip, stream_));  // waits for the chunk
-    clips.push_back(std::move(host));
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // the clip is whole before anyone reads it
+    out.clips.push_back(std::move(clip));
     if (done) done(i);
   }
-  return clips;
+  return out;
 }
 
 Status GpuVideoDecoder::stitch_chunk_on_device(const Tensor& latents, int64_t chunk, const DecodeOptions& options,

@@ -27,6 +27,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device_memory.h"
@@ -73,17 +74,24 @@ class GpuVideoDecoder {
   Expected<Tensor> decode_chunk(const Tensor& latents, int64_t chunk, const DecodeOptions& options);
   // The whole video: every tile, the stitching and the chunk cross-fades on the device (the host's
   // arithmetic, bit for bit), one download at the end. Allocates one arena for the decode's tiles,
-  // two clips and the video (sized from the plan) for the duration of the call.
+  // two clips and the video (sized from the plan) for the duration of the call. With `helpers`
+  // (decoders on other GPUs, same weights) the chunks are shared in contiguous runs: each helper
+  // decodes its run on its own thread (decode_clips), this GPU decodes the first, then copies the
+  // helpers' clips over (peer copies) and fades them in order, so the video is bit-identical to
+  // the one-GPU decode.
   Expected<Tensor> decode(const Tensor& latents, const DecodeOptions& options = {},
-                          const ChunkProgress& progress = nullptr);
+                          const ChunkProgress& progress = nullptr, const std::vector<GpuVideoDecoder*>& helpers = {});
 
-  // The raw clips of `chunks` (indices into `latents`' chunks), each stitched on the device and
-  // downloaded: host f32 [out_ch, 28, H·p, W·p], as the CPU decode_chunk's. The unit of a decode
-  // split over GPUs: each GPU decodes some chunks, assemble_chunks (temporal.h) joins them on the
-  // host, bit-identical to decode() on one GPU. `done(chunk)` after each.
-  Expected<std::vector<Tensor>> decode_clips(const Tensor& latents, const std::vector<int64_t>& chunks,
-                                             const DecodeOptions& options,
-                                             const std::function<void(int64_t chunk)>& done = nullptr);
+  // Chunks [first, last) of `latents`, each stitched on this GPU into a raw clip [out_ch, 28, H·p,
+  // W·p] kept in device memory (an arena of the call's own), finished when this returns:
+  // what a helper GPU contributes to another decoder's decode(). `done(chunk)` after each.
+  struct DeviceClips {
+    std::shared_ptr<cuda::DeviceArena> arena;
+    std::vector<Tensor> clips;  // f32, on `device`
+    int device = 0;
+  };
+  Expected<DeviceClips> decode_clips(const Tensor& latents, int64_t first, int64_t last, const DecodeOptions& options,
+                                     const std::function<void(int64_t chunk)>& done = nullptr);
 
   // Timing each GEMM shape's candidates picks the fastest, but may pick differently on two GPUs,
   // which breaks bit-identity between them: leave off for split decodes.
