@@ -8,26 +8,15 @@
 #include <vector>
 
 #include "planner/plan_memory.h"
+#include "support/planner_inputs.h"
 
 namespace orochi::planner {
 namespace {
 
 PlanInput base(double vram_gib, int gpus = 1, const char* layout = "none") {
-  PlanInput in;
-  in.models = *load_model_configs("h3");
-  in.request.width = 832;
-  in.request.height = 480;
-  in.gpus.count = gpus;
-  in.gpus.vram_bytes = from_gib(vram_gib);
-  in.layout = *parse_parallel_layout(layout);
-  return in;
+  return testing::h3_plan_input(vram_gib, gpus, layout);
 }
-
-MemoryPlan plan_of(const PlanInput& in) {
-  Expected<MemoryPlan> plan = plan_memory(in);
-  EXPECT_TRUE(plan.has_value()) << plan.status().to_string();
-  return plan.has_value() ? *plan : MemoryPlan{};
-}
+MemoryPlan plan_of(const PlanInput& in) { return testing::plan_or_fail(in); }
 
 int count_tier(const PhasePlan& phase, Tier tier, const std::string& prefix) {
   int n = 0;

@@ -9,11 +9,14 @@
 namespace orochi::planner {
 namespace {
 
-std::string gib(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", v);
+// One number in a printf format: "%.1f GiB", "%.2f s".
+std::string number(const char* format, double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
+std::string gib(double v) { return number("%.1f GiB", v); }
+std::string seconds(double s) { return number("%.2f s", s); }
 
 }  // namespace
 
@@ -78,16 +81,6 @@ StepEstimate estimate_step(const MemoryPlan& plan, const ParallelDegrees& d) {
   return e;
 }
 
-namespace {
-
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
-
-}  // namespace
-
 Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
   Expected<LayoutPlan> laid_out = plan_layout(in, mode);
   if (mode != "auto" || in.gpus.count == 1) return laid_out;
@@ -109,8 +102,7 @@ Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
     return out;
   }
   const double multi_s = estimate_step(laid_out->plan, laid_out->degrees).total();
-  char link[48];
-  std::snprintf(link, sizeof link, " over a %.0f GB/s link", in.gpus.peer_gbps);
+  const std::string link = number(" over a %.0f GB/s link", in.gpus.peer_gbps);
   if (one_s < multi_s) {
     LayoutPlan out{std::move(one).value(),
                    ParallelDegrees{1, 1, "auto: " + one_why + " beats tp " + std::to_string(laid_out->degrees.tp) +

@@ -331,27 +331,39 @@ double spot_check(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k
   return std::sqrt(err / std::max(ref, 1e-300));
 }
 
-// Informative on speed (prints, never fails on it); the outputs are still spot-checked.
-TEST(CudaAttention, TimingInformative) {
-  REQUIRE_GPU_ATTENTION();
-  struct Case {
-    int64_t S, heads;
-  };
-  // H3 at 832x480 and 1344x768 (56 heads); 32760 x 40 heads is the shape DEVICE.md measured PyTorch at.
-  const Case cases[] = {{15100, 56}, {37966, 56}, {32760, 40}};
+// The timing tests' setup: per (S, heads) shape at D = 128, bf16 q, k, v of random values and an
+// output buffer on the device, a non-blocking stream, and the shape's FLOPs (QK^T and PV).
+struct TimedShape {
+  int64_t S, heads;
+};
+template <typename Body>  // Body(const TimedShape&, cudaStream_t, q, k, v, o, double flop)
+void for_each_timed_shape(std::initializer_list<TimedShape> shapes, Body body) {
   cudaStream_t stream = nullptr;
   ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ASSERT_CUDA(cudaEventCreate(&start));
-  ASSERT_CUDA(cudaEventCreate(&stop));
-  for (const Case& c : cases) {
+  for (const TimedShape& c : shapes) {
     const int64_t D = 128;
     const size_t bytes = static_cast<size_t>(c.S * c.heads * D) * 2;
     DeviceBuffer q(bytes), k(bytes), v(bytes), o(bytes);
     ASSERT_TRUE(q.ptr && k.ptr && v.ptr && o.ptr);
     ASSERT_TRUE(fill_random(q, 1) && fill_random(k, 2) && fill_random(v, 3));
+    body(c, stream, q, k, v, o, 4.0 * static_cast<double>(c.S) * static_cast<double>(c.S) * static_cast<double>(c.heads * D));
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  cudaStreamDestroy(stream);
+}
+
+// Informative on speed (prints, never fails on it); the outputs are still spot-checked.
+TEST(CudaAttention, TimingInformative) {
+  REQUIRE_GPU_ATTENTION();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_CUDA(cudaEventCreate(&start));
+  ASSERT_CUDA(cudaEventCreate(&stop));
+  // H3 at 832x480 and 1344x768 (56 heads); 32760 x 40 heads is the shape DEVICE.md measured PyTorch at.
+  for_each_timed_shape({{15100, 56}, {37966, 56}, {32760, 40}}, [&](const TimedShape& c, cudaStream_t stream,
+                                                                    DeviceBuffer& q, DeviceBuffer& k, DeviceBuffer& v,
+                                                                    DeviceBuffer& o, double flop) {
+    const int64_t D = 128;
     const std::vector<uint16_t> hq = download_bits(q), hk = download_bits(k), hv = download_bits(v);
-    const double flop = 4.0 * static_cast<double>(c.S) * static_cast<double>(c.S) * static_cast<double>(c.heads * D);
     for (AttentionImplementation impl : {AttentionImplementation::kUnified, AttentionImplementation::kComposite}) {
       CudnnAttention attention(stream, impl);
       const AttentionShape shape{c.S, c.S, c.heads, D};
@@ -382,43 +394,33 @@ TEST(CudaAttention, TimingInformative) {
       std::printf("  spot check of 10 (row, head) outputs: rel_l2=%.2e\n", rel);
       EXPECT_LE(rel, 1e-2);
     }
-  }
+  });
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  cudaStreamDestroy(stream);
 }
 
 // Every plan cuDNN's heuristics offer for H3's shapes (one GPU at 480p / 768p, and one SP2 rank's
 // 28 heads at 768p), each timed: is the heuristic's first pick (what run() uses) the fastest?
 TEST(CudaAttention, CandidatePlansTimingInformative) {
   REQUIRE_GPU_ATTENTION();
-  struct Case {
-    int64_t S, heads;
-  };
-  const Case cases[] = {{15100, 56}, {37966, 56}, {37966, 28}};
-  cudaStream_t stream = nullptr;
-  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (const Case& c : cases) {
-    const int64_t D = 128;
-    const size_t bytes = static_cast<size_t>(c.S * c.heads * D) * 2;
-    DeviceBuffer q(bytes), k(bytes), v(bytes), o(bytes);
-    ASSERT_TRUE(q.ptr && k.ptr && v.ptr && o.ptr);
-    ASSERT_TRUE(fill_random(q, 1) && fill_random(k, 2) && fill_random(v, 3));
-    const double flop = 4.0 * static_cast<double>(c.S) * static_cast<double>(c.S) * static_cast<double>(c.heads * D);
-    CudnnAttention attention(stream);
-    const AttentionShape shape{c.S, c.S, c.heads, D};
-    ASSERT_OK(attention.prepare(shape));
-    Expected<std::vector<CudnnAttention::CandidateTiming>> t =
-        attention.time_candidate_plans(shape, q.ptr, k.ptr, v.ptr, o.ptr, stream, 5);
-    ASSERT_TRUE(t.has_value()) << t.status().to_string();
-    std::printf("attention S=%ld heads=%ld: %zu candidate plans; run() uses [%s]\n", static_cast<long>(c.S),
-                static_cast<long>(c.heads), t->size(), attention.describe(shape).c_str());
-    for (const auto& plan : *t)
-      std::printf("  %-60s %8.3f ms = %6.1f TFLOP/s (workspace %zu B)\n", plan.engine.c_str(), plan.ms,
-                  plan.ms > 0 ? flop / (plan.ms * 1e-3) / 1e12 : 0.0, plan.workspace_bytes);
-    EXPECT_FALSE(t->empty());
-  }
-  cudaStreamDestroy(stream);
+  for_each_timed_shape({{15100, 56}, {37966, 56}, {37966, 28}},
+                       [](const TimedShape& c, cudaStream_t stream, DeviceBuffer& q, DeviceBuffer& k, DeviceBuffer& v,
+                          DeviceBuffer& o, double flop) {
+                         CudnnAttention attention(stream);
+                         const AttentionShape shape{c.S, c.S, c.heads, 128};
+                         ASSERT_OK(attention.prepare(shape));
+                         Expected<std::vector<CudnnAttention::CandidateTiming>> t =
+                             attention.time_candidate_plans(shape, q.ptr, k.ptr, v.ptr, o.ptr, stream, 5);
+                         ASSERT_TRUE(t.has_value()) << t.status().to_string();
+                         std::printf("attention S=%ld heads=%ld: %zu candidate plans; run() uses [%s]\n",
+                                     static_cast<long>(c.S), static_cast<long>(c.heads), t->size(),
+                                     attention.describe(shape).c_str());
+                         for (const auto& plan : *t)
+                           std::printf("  %-60s %8.3f ms = %6.1f TFLOP/s (workspace %zu B)\n", plan.engine.c_str(),
+                                       plan.ms, plan.ms > 0 ? flop / (plan.ms * 1e-3) / 1e12 : 0.0,
+                                       plan.workspace_bytes);
+                         EXPECT_FALSE(t->empty());
+                       });
 }
 
 // Why attention runs slower inside the denoiser forward than in TimingInformative: that test
