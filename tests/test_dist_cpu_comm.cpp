@@ -301,30 +301,38 @@ TEST(CpuCommDeadline, KilledRankIsNamedByItsPeers) {
   EXPECT_EQ(members[1]->synchronize().code(), ErrorCode::kInternal);  // dead ranks stay dead
 }
 
+// A rank whose own code failed ends the group, through the group or through its own Comm member
+// (all that code deeper down holds), and its peer stops waiting at once.
 TEST(CpuCommDeadline, RankErrorAbortsTheGroupWithoutWaitingForTheDeadline) {
-  auto group = CpuCommGroup::create(2);  // default deadline: 60 s
-  auto members = members_of(*group);
-  const auto start = Clock::now();
-  double rank0_elapsed = 0;
-  const std::vector<Status> s = dist::run_on_ranks(2, [&](int r) {
-    if (r == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 0 is waiting by now
-      const Status own = invalid_argument("rank 1 could not read its shard");
-      group->abort("rank 1 failed: " + own.to_string());
-      return own;
-    }
-    float x = 1;
-    Status st = members[0]->all_reduce_sum(&x, 1, DType::kF32);
-    rank0_elapsed = seconds_since(start);
-    return st;
-  });
-  EXPECT_EQ(s[0].code(), ErrorCode::kDeadline);
-  EXPECT_NE(
-      s[0].message().find("'world' was aborted: rank 1 failed: invalid argument: rank 1 could not read its shard"),
-      std::string::npos)
-      << s[0].to_string();
-  EXPECT_LT(rank0_elapsed, 2.0);
-  EXPECT_EQ(s[1].code(), ErrorCode::kInvalidArgument);
+  for (bool through_member : {false, true}) {
+    SCOPED_TRACE(through_member ? "Comm::abort" : "CpuCommGroup::abort");
+    auto group = CpuCommGroup::create(2);  // default deadline: 60 s
+    auto members = members_of(*group);
+    const auto start = Clock::now();
+    double rank0_elapsed = 0;
+    const std::vector<Status> s = dist::run_on_ranks(2, [&](int r) {
+      if (r == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 0 is waiting by now
+        const Status own = invalid_argument("rank 1 could not read its shard");
+        if (through_member) members[1]->abort("rank 1 failed: " + own.to_string());
+        else group->abort("rank 1 failed: " + own.to_string());
+        return own;
+      }
+      float x = 1;
+      Status st = members[0]->all_reduce_sum(&x, 1, DType::kF32);
+      rank0_elapsed = seconds_since(start);
+      return st;
+    });
+    EXPECT_EQ(s[0].code(), ErrorCode::kDeadline);
+    EXPECT_NE(
+        s[0].message().find("'world' was aborted: rank 1 failed: invalid argument: rank 1 could not read its shard"),
+        std::string::npos)
+        << s[0].to_string();
+    EXPECT_LT(rank0_elapsed, 2.0);
+    EXPECT_EQ(s[1].code(), ErrorCode::kInvalidArgument);
+    float y = 1;
+    EXPECT_EQ(members[1]->all_reduce_sum(&y, 1, DType::kF32).code(), ErrorCode::kDeadline);  // stays aborted
+  }
 }
 
 TEST(RankThreads, ExceptionsBecomeInternalErrors) {

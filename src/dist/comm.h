@@ -61,6 +61,10 @@ class Comm {
   // Waits for this rank's enqueued operations (a no-op for blocking implementations); reports a
   // deadline expiry or an aborted group.
   virtual Status synchronize() = 0;
+  // Ends the whole group now: every member's pending and later calls fail with kDeadline and
+  // `reason` (the first abort wins). For code that holds only its member and hit an error of its
+  // own, so the peers stop waiting instead of running into the deadline.
+  virtual void abort(const std::string& reason) = 0;
 };
 
 // [begin, end) of `index`'s share when `n` items are split over `parts` as evenly as possible:

@@ -21,6 +21,7 @@ class PeerCopyMember final : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
   const std::string& name() const override { return group_->options_.name; }
+  void abort(const std::string& reason) override { group_->abort(reason); }
 
   Status all_reduce_sum(void*, int64_t, DType) override {
     return unsupported("comm group '" + name() + "' moves data with copy engines and cannot sum; use an NCCL group");

@@ -19,6 +19,7 @@ class NcclMember final : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
   const std::string& name() const override { return group_->options().name; }
+  void abort(const std::string& reason) override { group_->abort(reason); }
 
   Status all_reduce_sum(void* data, int64_t count, DType dtype) override {
     if (count < 0 || (count > 0 && data == nullptr))
