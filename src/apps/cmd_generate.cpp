@@ -178,7 +178,8 @@ int run_generate(const std::vector<std::string>& argv) {
   pipeline::T2vaModels models;
   h3::H3Config transformer_config;  // the released one, for --random-weights
   if (opts->model_dir) {
-    Expected<pipeline::T2vaModels> loaded = pipeline::load_t2va_models(*opts->model_dir);
+    // A GPU run keeps the denoiser's weights as stored (bf16 views of the files): its upload converts.
+    Expected<pipeline::T2vaModels> loaded = pipeline::load_t2va_models(*opts->model_dir, opts->on_gpu());
     if (!loaded) return fail(loaded.status());
     models = std::move(loaded).value();
   } else if (!opts->random_weights) {

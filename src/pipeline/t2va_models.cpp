@@ -115,7 +115,7 @@ T2vaModels demo_t2va_models(uint64_t seed) {
   return m;
 }
 
-Expected<T2vaModels> load_t2va_models(const std::string& root) {
+Expected<T2vaModels> load_t2va_models(const std::string& root, bool transformer_as_stored) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(root, ec))
@@ -131,7 +131,8 @@ Expected<T2vaModels> load_t2va_models(const std::string& root) {
                        "); a diffusers-layout MiniMax-H3 checkpoint has transformer/, vae/ and audio_vae/");
   T2vaModels m;
   m.name = root;
-  OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::load_weights((fs::path(root) / "transformer").string()));
+  OROCHI_ASSIGN_OR_RETURN(m.transformer,
+                          h3::load_weights((fs::path(root) / "transformer").string(), transformer_as_stored));
   OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights((fs::path(root) / "vae").string()));
   OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder((fs::path(root) / "audio_vae").string()));
   OROCHI_RETURN_IF_ERROR(check_t2va_models(m));

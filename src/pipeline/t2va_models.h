@@ -29,7 +29,9 @@ T2vaModels demo_t2va_models(uint64_t seed);
 
 // Loads `root`/transformer, `root`/vae and `root`/audio_vae (diffusers layout). A missing folder is
 // not_found naming it and what it holds.
-Expected<T2vaModels> load_t2va_models(const std::string& root);
+// `transformer_as_stored`: the denoiser's weights stay in the checkpoint's dtype (for a GPU run,
+// whose upload converts; see h3::load_weights).
+Expected<T2vaModels> load_t2va_models(const std::string& root, bool transformer_as_stored = false);
 
 // The three agree where they meet: the denoiser's video channels (in_channels) are the video VAE's
 // latent channels, its audio channels the audio VAE's; the VAE geometry is the pipeline's (16x

@@ -9,7 +9,9 @@
 #include "backends/cuda/device.h"
 #include "h3_narrow_model.h"
 #include "models/h3/cuda/gpu_runner.h"
+#include "support/checkpoint_copy.h"
 #include "support/golden.h"
+#include "support/temp_dir.h"
 
 namespace orochi {
 namespace {
@@ -96,6 +98,26 @@ TEST(H3GpuStreaming, UploadedHostWeightsStreamToo) {
   std::vector<bool> streamed(static_cast<size_t>(w->config.num_layers), true);
   streamed[0] = false;
   expect_identical(run(w->config, r, {streamed, 2, WeightTier::kHost, -1}, &*w), resident, "uploaded, host tier");
+}
+
+// A GPU run loads the checkpoint's bf16 tensors as stored (h3::load_weights(..., as_stored)) and
+// converts on upload: the same forward, bit for bit, as uploading the f32 reading of those tensors.
+TEST(H3GpuStreaming, Bf16WeightsUploadedAsStoredGiveTheF32ReadingsOutputs) {
+  if (gpu_count() < 1) GTEST_SKIP() << "no GPU";
+  testing::TempDir dir("h3_gpu_bf16");
+  testing::write_converted_copy(testing::h3_tiny_dir() + "/transformer", dir.path, DType::kBF16);
+  Expected<h3::H3Weights> as_stored = h3::load_weights(dir.path.string(), /*as_stored=*/true);
+  Expected<h3::H3Weights> as_f32 = h3::load_weights(dir.path.string());
+  ASSERT_TRUE(as_stored.has_value() && as_f32.has_value());
+  ASSERT_EQ(as_stored->blocks.at(0).attn.to_q.weight.dtype(), DType::kBF16);
+  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::h3_tiny_dir() + "/golden.safetensors");
+  ASSERT_TRUE(golden.has_value());
+  testing::Request r;
+  r.in = testing::golden_inputs(*golden);
+  r.timesteps = testing::golden_tensor(*golden, "in.timestep");
+  r.size = {r.in.rows(), r.in.text.dim(0), r.in.video.dim(0), r.in.audio.dim(0), r.timesteps.numel()};
+  expect_identical(run(as_stored->config, r, {}, &*as_stored), run(as_f32->config, r, {}, &*as_f32),
+                   "bf16 as stored vs its f32 reading");
 }
 
 TEST(H3GpuStreaming, BadStreamingPlansAreRefused) {

@@ -35,14 +35,15 @@ std::string fused_qkv_key(const std::string& name) {
   return k;
 }
 
-Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const std::string& key, const Shape& shape) {
+Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const std::string& key, const Shape& shape,
+                              bool as_stored) {
   OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(key));
   if (t.shape() != shape)
     return shape_mismatch(key + " has shape " + shape_to_string(t.shape()) + ", expected " +
                           shape_to_string(shape) + " for this config.json: wrong model or config?");
   if (!dtype_is_float(t.dtype()))
     return shape_mismatch(key + " is " + dtype_name(t.dtype()) + ", expected a float type");
-  return t.to(DType::kF32);
+  return as_stored ? t : t.to(DType::kF32);
 }
 
 }  // namespace
@@ -125,28 +126,31 @@ Status check_checkpoint_keys(const weights::Checkpoint& ckpt, const KeyLayout& l
 }
 
 Expected<Tensor> read_parameter(const weights::Checkpoint& ckpt, const KeyLayout& layout,
-                                const ParamSpec& spec, const H3Config& config) {
-  if (layout.flavor == KeyFlavor::kDiffusers) return read_checked(ckpt, layout.prefix + spec.name, spec.shape);
+                                const ParamSpec& spec, const H3Config& config, bool as_stored) {
+  if (layout.flavor == KeyFlavor::kDiffusers) return read_checked(ckpt, layout.prefix + spec.name, spec.shape, as_stored);
 
   const int part = qkv_part(spec.name);
   if (part >= 0) {
     // Fused [heads x (q | k | v) x head_dim, in]: take this part's head_dim rows of every head.
     const int64_t heads = config.num_attention_heads, hd = config.attention_head_dim, in = spec.shape[1];
     OROCHI_ASSIGN_OR_RETURN(Tensor fused, read_checked(ckpt, layout.prefix + fused_qkv_key(spec.name),
-                                                       {3 * heads * hd, in}));
-    Tensor out = Tensor::empty(spec.shape, DType::kF32);
+                                                       {3 * heads * hd, in}, as_stored));
+    fused = fused.contiguous();
+    const size_t rows = static_cast<size_t>(hd * in) * dtype_size(fused.dtype());  // one head's part
+    Tensor out = Tensor::uninitialized(spec.shape, fused.dtype());
     for (int64_t h = 0; h < heads; ++h)
-      std::memcpy(out.data<float>() + h * hd * in, fused.data<float>() + (h * 3 + part) * hd * in,
-                  hd * in * sizeof(float));
+      std::memcpy(static_cast<char*>(out.raw_data()) + h * rows,
+                  static_cast<const char*>(fused.raw_data()) + (h * 3 + part) * rows, rows);
     return out;
   }
-  OROCHI_ASSIGN_OR_RETURN(Tensor t, read_checked(ckpt, layout.prefix + original_key(spec.name), spec.shape));
+  OROCHI_ASSIGN_OR_RETURN(Tensor t, read_checked(ckpt, layout.prefix + original_key(spec.name), spec.shape, as_stored));
   if (spec.name.find(".ff.net.0.proj.") != std::string::npos) {
     // Original fc1 rows are [gate; value]; diffusers' SwiGLU reads [value; gate].
-    const int64_t half = spec.shape[0] / 2, in = spec.shape[1];
-    Tensor swapped = Tensor::empty(spec.shape, DType::kF32);
-    std::memcpy(swapped.data<float>(), t.data<float>() + half * in, half * in * sizeof(float));
-    std::memcpy(swapped.data<float>() + half * in, t.data<float>(), half * in * sizeof(float));
+    t = t.contiguous();
+    const size_t half = static_cast<size_t>(spec.shape[0] / 2 * spec.shape[1]) * dtype_size(t.dtype());
+    Tensor swapped = Tensor::uninitialized(spec.shape, t.dtype());
+    std::memcpy(swapped.raw_data(), static_cast<const char*>(t.raw_data()) + half, half);
+    std::memcpy(static_cast<char*>(swapped.raw_data()) + half, t.raw_data(), half);
     return swapped;
   }
   return t;

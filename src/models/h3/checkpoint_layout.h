@@ -35,9 +35,11 @@ std::vector<std::string> expected_checkpoint_keys(const KeyLayout& layout, const
 Status check_checkpoint_keys(const weights::Checkpoint& checkpoint, const KeyLayout& layout,
                              const H3Config& config);
 
-// Reads one parameter as a contiguous f32 tensor in diffusers layout (un-fusing q/k/v and
-// swapping the fc1 halves for the original flavour). Wrong shapes are reported by key.
+// Reads one parameter in diffusers layout (un-fusing q/k/v and swapping the fc1 halves for the
+// original flavour): a contiguous f32 tensor, or with `as_stored` in the checkpoint's own float
+// dtype (a zero-copy view of the mapped file where no un-fusing is needed). Wrong shapes are
+// reported by key.
 Expected<Tensor> read_parameter(const weights::Checkpoint& checkpoint, const KeyLayout& layout,
-                                const ParamSpec& spec, const H3Config& config);
+                                const ParamSpec& spec, const H3Config& config, bool as_stored = false);
 
 }  // namespace orochi::h3

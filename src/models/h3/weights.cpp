@@ -62,14 +62,14 @@ Expected<H3Weights> assemble_weights(const H3Config& config, const ParamSource& 
   return w;
 }
 
-Expected<H3Weights> load_weights(const std::string& folder) {
+Expected<H3Weights> load_weights(const std::string& folder, bool as_stored) {
   OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
   OROCHI_ASSIGN_OR_RETURN(H3Config config, H3Config::from_json(model.config));
   OROCHI_ASSIGN_OR_RETURN(KeyLayout layout, detect_key_layout(model.weights));
   OROCHI_RETURN_IF_ERROR(check_checkpoint_keys(model.weights, layout, config));
   log_debug("loading ", folder, " (", layout.describe(), ")");
   return assemble_weights(config, [&](const ParamSpec& spec) {
-    return read_parameter(model.weights, layout, spec, config);
+    return read_parameter(model.weights, layout, spec, config, as_stored);
   });
 }
 
