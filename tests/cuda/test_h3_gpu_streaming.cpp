@@ -84,16 +84,21 @@ TEST(H3GpuStreaming, StreamedBlocksGiveTheResidentOutputsBitForBit) {
     }
 }
 
+// The tiny golden's request (inputs and timesteps) into `r`.
+void tiny_golden_request(testing::Request* r) {
+  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::h3_tiny_dir() + "/golden.safetensors");
+  ASSERT_TRUE(golden.has_value());
+  r->in = testing::golden_inputs(*golden);
+  r->timesteps = testing::golden_tensor(*golden, "in.timestep");
+  r->size = {r->in.rows(), r->in.text.dim(0), r->in.video.dim(0), r->in.audio.dim(0), r->timesteps.numel()};
+}
+
 TEST(H3GpuStreaming, UploadedHostWeightsStreamToo) {
   if (gpu_count() < 1) GTEST_SKIP() << "no GPU";
   Expected<h3::H3Weights> w = h3::load_weights(testing::h3_tiny_dir() + "/transformer");
   ASSERT_TRUE(w.has_value()) << w.status().to_string();
-  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::h3_tiny_dir() + "/golden.safetensors");
-  ASSERT_TRUE(golden.has_value());
   testing::Request r;
-  r.in = testing::golden_inputs(*golden);
-  r.timesteps = testing::golden_tensor(*golden, "in.timestep");
-  r.size = {r.in.rows(), r.in.text.dim(0), r.in.video.dim(0), r.in.audio.dim(0), r.timesteps.numel()};
+  ASSERT_NO_FATAL_FAILURE(tiny_golden_request(&r));
   const auto resident = run(w->config, r, {}, &*w);
   std::vector<bool> streamed(static_cast<size_t>(w->config.num_layers), true);
   streamed[0] = false;
@@ -110,12 +115,8 @@ TEST(H3GpuStreaming, Bf16WeightsUploadedAsStoredGiveTheF32ReadingsOutputs) {
   Expected<h3::H3Weights> as_f32 = h3::load_weights(dir.path.string());
   ASSERT_TRUE(as_stored.has_value() && as_f32.has_value());
   ASSERT_EQ(as_stored->blocks.at(0).attn.to_q.weight.dtype(), DType::kBF16);
-  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::h3_tiny_dir() + "/golden.safetensors");
-  ASSERT_TRUE(golden.has_value());
   testing::Request r;
-  r.in = testing::golden_inputs(*golden);
-  r.timesteps = testing::golden_tensor(*golden, "in.timestep");
-  r.size = {r.in.rows(), r.in.text.dim(0), r.in.video.dim(0), r.in.audio.dim(0), r.timesteps.numel()};
+  ASSERT_NO_FATAL_FAILURE(tiny_golden_request(&r));
   expect_identical(run(as_stored->config, r, {}, &*as_stored), run(as_f32->config, r, {}, &*as_f32),
                    "bf16 as stored vs its f32 reading");
 }
