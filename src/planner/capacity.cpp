@@ -8,10 +8,15 @@
 namespace orochi::planner {
 namespace {
 
+// The fullest GPU of the phases a layout shares out. The text encoder is left out: it runs on GPU 0
+// alone under every layout and streams from host RAM what does not fit there, so counting it whole
+// would make every layout look like one GPU.
 uint64_t fullest(const MemoryPlan& plan) {
   uint64_t most = 0;
-  for (const PhasePlan& phase : plan.phases)
+  for (const PhasePlan& phase : plan.phases) {
+    if (phase.name == "text encoder") continue;
     for (const GpuPlan& g : phase.gpus) most = std::max(most, g.total());
+  }
   return most;
 }
 

@@ -13,7 +13,8 @@ namespace orochi::planner {
 Expected<MemoryPlan> plan_memory_impl(const PlanInput& input, bool with_extras);
 
 // Rows for n = 1..input.gpus.count: "none" for one GPU, then tp n and sp n where n divides the
-// heads. Every weight resident (the capacity a layout gives, without streaming).
+// heads. Every weight of the denoiser and decode phases resident (the capacity a layout gives,
+// without streaming); the text encoder, on GPU 0 alone in every layout, is not counted.
 Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input);
 
 // Re-plans with: weights allowed in host RAM / on peers; more GPUs of the same size under tp or sp

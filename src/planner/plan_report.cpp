@@ -120,7 +120,8 @@ std::string plan_text(const MemoryPlan& plan) {
   out += format("host RAM: %.2f GiB of weights read from the host, %.2f GiB of decoded frames and audio\n",
                 to_gib(plan.host_weight_bytes), to_gib(plan.host_output_bytes));
   if (!plan.capacity.empty()) {
-    out += format("\nequivalent single-GPU capacity (GPUs of %.2f GiB, this request, all weights resident):\n",
+    out += format("\nequivalent single-GPU capacity (GPUs of %.2f GiB, this request, denoiser and decode weights "
+                  "resident; the text encoder runs on GPU 0 alone):\n",
                   to_gib(in.gpus.vram_bytes));
     out += "  GPUs  layout  per-GPU need  held twice/comm  behaves like one GPU of\n";
     for (const CapacityRow& r : plan.capacity)
