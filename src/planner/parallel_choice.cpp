@@ -92,8 +92,9 @@ Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
   single.tiers.peer = false;
   Expected<MemoryPlan> one = plan_memory(single);
   if (!one || !one->fits) return laid_out;
-  const double one_s = estimate_step(*one, ParallelDegrees{}).total();
-  const bool streams = estimate_step(*one, ParallelDegrees{}).stream_s > 0;
+  const StepEstimate one_step = estimate_step(*one, ParallelDegrees{});
+  const double one_s = one_step.total();
+  const bool streams = one_step.stream_s > 0;
   std::string one_why = "one GPU (" + std::to_string(in.gpus.count - 1) + " idle), about " + seconds(one_s) +
                         " per step" + (streams ? " streaming from host RAM" : "");
   if (!laid_out) {  // no layout of the GPUs holds it, one GPU streaming does

@@ -21,6 +21,22 @@ Status require_host_latents(const Tensor& latents) {
   return Status::ok();
 }
 
+// The device buffers a decode of `latents` needs, in f32 values: every raw tile of one chunk
+// (each keeps its slot until the chunk is stitched), and one clip [ch, window_frames, H, W].
+struct ClipSizes {
+  int64_t tile_values = 0, ch = 0, frames = 0, H = 0, W = 0;
+  int64_t clip_values() const { return ch * frames * H * W; }
+};
+ClipSizes clip_sizes(const VideoVaeConfig& c, const Tensor& latents, const DecodeOptions& options) {
+  const TilePlan plan = plan_tiles(c, latents.dim(2), latents.dim(3), options);
+  ClipSizes z;
+  z.ch = c.out_channels, z.frames = c.window_frames();
+  z.H = latents.dim(2) * c.spatial_ratio, z.W = latents.dim(3) * c.spatial_ratio;
+  for (int64_t len_r : plan.rows.lengths)
+    for (int64_t len_c : plan.cols.lengths) z.tile_values += z.ch * z.frames * len_r * len_c;
+  return z;
+}
+
 }  // namespace
 
 Expected<int64_t> max_tile_tokens(const VideoVaeConfig& config, const DecodeOptions& options, int64_t latent_h,
@@ -77,16 +93,12 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // One arena for this decode: every tile of a chunk, the current and previous clip, the video.
   const VideoVaeConfig& c = config_;
-  const TilePlan plan = plan_tiles(c, latents.dim(2), latents.dim(3), options);
-  const int64_t ch = c.out_channels, wf = c.window_frames(), p = c.spatial_ratio;
-  const int64_t H = latents.dim(2) * p, W = latents.dim(3) * p, F = video_frames(c, chunks);
-  int64_t tile_values = 0;
-  for (int64_t len_r : plan.rows.lengths)
-    for (int64_t len_c : plan.cols.lengths) tile_values += ch * wf * len_r * len_c;
+  const ClipSizes z = clip_sizes(c, latents, options);
+  const int64_t ch = z.ch, wf = z.frames, H = z.H, W = z.W, F = video_frames(c, chunks);
   const size_t align = cuda::DeviceArena::kAlignment;
-  const size_t bytes = 4 * static_cast<size_t>(tile_values + 2 * ch * wf * H * W + ch * F * H * W) + 8 * align;
+  const size_t bytes = 4 * static_cast<size_t>(z.tile_values + 2 * z.clip_values() + ch * F * H * W) + 8 * align;
   OROCHI_ASSIGN_OR_RETURN(auto arena, cuda::DeviceArena::create(device_, bytes, "video VAE decode"));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, arena->tensor({tile_values}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, arena->tensor({z.tile_values}, DType::kF32));
   OROCHI_ASSIGN_OR_RETURN(const Tensor clip_a, arena->tensor({ch, wf, H, W}, DType::kF32));
   OROCHI_ASSIGN_OR_RETURN(const Tensor clip_b, arena->tensor({ch, wf, H, W}, DType::kF32));
   OROCHI_ASSIGN_OR_RETURN(const Tensor video, arena->tensor({ch, F, H, W}, DType::kF32));
@@ -201,21 +213,15 @@ Expected<GpuVideoDecoder::DeviceClips> GpuVideoDecoder::decode_clips(const Tenso
                             std::to_string(count) + "-chunk video");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // One arena for this call: every tile of a chunk and each clip of the run.
-  const VideoVaeConfig& c = config_;
-  const TilePlan plan = plan_tiles(c, latents.dim(2), latents.dim(3), options);
-  const int64_t ch = c.out_channels, wf = c.window_frames(), p = c.spatial_ratio;
-  const int64_t H = latents.dim(2) * p, W = latents.dim(3) * p;
-  int64_t tile_values = 0;
-  for (int64_t len_r : plan.rows.lengths)
-    for (int64_t len_c : plan.cols.lengths) tile_values += ch * wf * len_r * len_c;
-  const size_t bytes = 4 * static_cast<size_t>(tile_values + (last - first) * ch * wf * H * W) +
+  const ClipSizes z = clip_sizes(config_, latents, options);
+  const size_t bytes = 4 * static_cast<size_t>(z.tile_values + (last - first) * z.clip_values()) +
                        (2 + static_cast<size_t>(last - first)) * cuda::DeviceArena::kAlignment;
   DeviceClips out;
   out.device = device_;
   OROCHI_ASSIGN_OR_RETURN(out.arena, cuda::DeviceArena::create(device_, bytes, "video VAE clips"));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, out.arena->tensor({tile_values}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor tiles, out.arena->tensor({z.tile_values}, DType::kF32));
   for (int64_t i = first; i < last; ++i) {
-    OROCHI_ASSIGN_OR_RETURN(Tensor clip, out.arena->tensor({ch, wf, H, W}, DType::kF32));
+    OROCHI_ASSIGN_OR_RETURN(Tensor clip, out.arena->tensor({z.ch, z.frames, z.H, z.W}, DType::kF32));
     OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, clip));
     OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // the clip is whole before anyone reads it
     out.clips.push_back(std::move(clip));

@@ -191,7 +191,7 @@ Status GpuTextEncoder::upload(const TextWeights& host) {
   }
   OROCHI_RETURN_IF_ERROR(uploader->finish());
   upload_stats_ = uploader->stats();
-  embed_tokens_ = host.embed_tokens;
+  embed_tokens_ = host.embed_tokens.contiguous();  // a view of the mapped file as it is stored
   return start_streaming();
 }
 
@@ -281,7 +281,7 @@ Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& p
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.sin, A.sin.slice(0, 0, L), stream_));
   // The prompt's embedding rows, looked up in the host table: [L, hidden] -> the residual stream.
   const Tensor ids = token_ids.contiguous();
-  const Tensor table = embed_tokens_.contiguous();
+  const Tensor& table = embed_tokens_;  // contiguous since upload() / init_random()
   Tensor rows = Tensor::empty({L, config_.hidden_size}, table.dtype());  // [L, hidden]
   const size_t row_bytes = static_cast<size_t>(config_.hidden_size) * dtype_size(table.dtype());
   for (int64_t i = 0; i < L; ++i)
