@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
@@ -175,20 +176,6 @@ Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_i
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
 }
 
-namespace {
-
-Status enable_peer_access(int device, int peer) {
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError();
-    return Status::ok();
-  }
-  return cuda::cuda_status(e, "cudaDeviceEnablePeerAccess");
-}
-
-}  // namespace
-
 Expected<double> gpu_link_gbps(int first, int count) {
   constexpr size_t kBytes = size_t{256} << 20;
   double slowest = 0;
@@ -206,7 +193,7 @@ Expected<double> gpu_link_gbps(int first, int count) {
     // without it the copy is staged through host RAM, and that is the link's speed.
     int can = 0;
     Status s = cuda::cuda_status(cudaDeviceCanAccessPeer(&can, first, peer), "cudaDeviceCanAccessPeer");
-    if (s.is_ok() && can) s = enable_peer_access(first, peer);
+    if (s.is_ok() && can) s = cuda::enable_peer_access(first, peer);
     if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(peer), "cudaSetDevice");
     if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&dst, kBytes), "measuring the GPU link (cudaMalloc)");
     if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(first), "cudaSetDevice");

@@ -23,4 +23,14 @@ Expected<std::vector<DeviceInfo>> list_devices() {
   return out;
 }
 
+Status enable_peer_access(int device, int peer) {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // clears the (non-sticky) error so a later check does not see it
+    return Status::ok();
+  }
+  return cuda_status(e, "cudaDeviceEnablePeerAccess");
+}
+
 }  // namespace orochi::cuda

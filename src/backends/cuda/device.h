@@ -20,4 +20,8 @@ struct DeviceInfo {
 // Every visible device; an error (with advice) when there is no driver or no GPU.
 Expected<std::vector<DeviceInfo>> list_devices();
 
+// Lets GPU `device` read and write GPU `peer`'s memory directly (NVLink or PCIe P2P); leaves
+// `device` current. Access enabled earlier (by another group, tier or measurement) is fine.
+Status enable_peer_access(int device, int peer);
+
 }  // namespace orochi::cuda

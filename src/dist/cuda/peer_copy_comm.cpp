@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device.h"
 #include "dist/cpu_exchange.h"
 #include "dist/deadline_message.h"
 
@@ -186,12 +187,8 @@ Expected<std::shared_ptr<PeerCopyGroup>> PeerCopyGroup::create(const std::vector
     r.device = devices[i];
     r.stream = streams[i];
     OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(r.device));
-    for (int other : devices) {
-      if (other == r.device) continue;
-      const cudaError_t e = cudaDeviceEnablePeerAccess(other, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // enabled by an earlier group: fine
-      else OROCHI_CUDA_RETURN_IF_ERROR(e);
-    }
+    for (int other : devices)
+      if (other != r.device) OROCHI_RETURN_IF_ERROR(cuda::enable_peer_access(r.device, other));
     for (cudaEvent_t* e : {&r.ready, &r.pushed, &r.done})
       OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   }

@@ -1,6 +1,7 @@
 #include "weights/cuda/gpu_block_tier.h"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device.h"
 
 namespace orochi::weights {
 
@@ -33,10 +34,7 @@ Expected<std::unique_ptr<GpuBlockTier>> GpuBlockTier::create(int device, WeightT
       return invalid_argument("GPU " + std::to_string(peer_device) + " has no room for " + std::to_string(bytes >> 20) +
                               " MiB of streamed weights; use the pinned host tier or fewer streamed blocks");
     }
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    const cudaError_t e = cudaDeviceEnablePeerAccess(peer_device, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-    else OROCHI_CUDA_RETURN_IF_ERROR(e);
+    OROCHI_RETURN_IF_ERROR(cuda::enable_peer_access(device, peer_device));
   } else if (cudaHostAlloc(reinterpret_cast<void**>(&t->storage_), bytes, cudaHostAllocDefault) != cudaSuccess) {
     cudaGetLastError();
     return invalid_argument("could not pin " + std::to_string(bytes >> 20) +
