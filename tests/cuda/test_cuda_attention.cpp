@@ -7,17 +7,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_llm.h"
 #include "backends/cuda/attention_cudnn.h"
+#include "backends/cuda/attention_flash.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/random_fill.h"
+#include "cuda/attention_test_support.h"
 #include "support/compare.h"
-#include "support/random.h"
 
 namespace orochi {
 namespace {
@@ -25,13 +27,7 @@ namespace {
 using cuda::AttentionImplementation;
 using cuda::AttentionShape;
 using cuda::CudnnAttention;
-
-#define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
-#define ASSERT_OK(expr)                          \
-  do {                                           \
-    const Status st_ = (expr);                   \
-    ASSERT_TRUE(st_.is_ok()) << st_.to_string(); \
-  } while (0)
+using namespace attention_test;  // NOLINT: the shared helpers of the attention tests
 
 // Skips unless a GPU is visible and the cudnn-frontend headers were compiled in.
 #define REQUIRE_GPU_ATTENTION()                                                                  \
@@ -40,58 +36,6 @@ using cuda::CudnnAttention;
     Expected<std::vector<cuda::DeviceInfo>> devices_ = cuda::list_devices();                     \
     if (!devices_) GTEST_SKIP() << devices_.status().to_string();                                \
   } while (0)
-
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) {
-    if (cudaMalloc(&ptr, n) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-// bf16 copy of an f32 host tensor on the device.
-std::unique_ptr<DeviceBuffer> upload_bf16(const Tensor& f32) {
-  const Tensor bf16 = f32.to(DType::kBF16);
-  auto buf = std::make_unique<DeviceBuffer>(bf16.nbytes());
-  if (buf->ptr) cudaMemcpy(buf->ptr, bf16.raw_data(), bf16.nbytes(), cudaMemcpyHostToDevice);
-  return buf;
-}
-
-// Device bf16 [shape] -> host f32.
-Tensor download_f32(const DeviceBuffer& buf, const Shape& shape) {
-  Tensor bf16 = Tensor::empty(shape, DType::kBF16);
-  cudaMemcpy(bf16.raw_data(), buf.ptr, bf16.nbytes(), cudaMemcpyDeviceToHost);
-  return bf16.to(DType::kF32);
-}
-
-// x [S, H, D] f32 -> [S, heads.size(), D]: heads are independent, so the CPU reference can skip some.
-Tensor select_heads(const Tensor& x, const std::vector<int64_t>& heads) {
-  const int64_t S = x.dim(0), H = x.dim(1), D = x.dim(2), n = static_cast<int64_t>(heads.size());
-  Tensor out = Tensor::empty({S, n, D}, DType::kF32);
-  const float* src = x.data<float>();
-  float* dst = out.data<float>();
-  for (int64_t s = 0; s < S; ++s)
-    for (int64_t i = 0; i < n; ++i)
-      std::copy_n(src + (s * H + heads[i]) * D, D, dst + (s * n + i) * D);
-  return out;
-}
-
-struct Inputs {
-  Tensor q, k, v;  // f32 holding bf16-representable values: [S_q, H, D], [S_kv, H, D] x2
-};
-
-Inputs make_inputs(const AttentionShape& s, uint64_t seed) {
-  // q and k at std 1.5 give scores of std ~2.25 after the 1/sqrt(D) scale: a peaked softmax that
-  // a wrong scale or layout would visibly break. Rounded to bf16 so both sides see the same input.
-  Inputs in;
-  in.q = testing::random_normal({s.s_q, s.heads, s.head_dim}, seed, 1.5f).to(DType::kBF16).to(DType::kF32);
-  in.k = testing::random_normal({s.s_kv, s.heads, s.head_dim}, seed + 1, 1.5f).to(DType::kBF16).to(DType::kF32);
-  in.v = testing::random_normal({s.s_kv, s.heads, s.head_dim}, seed + 2, 1.0f).to(DType::kBF16).to(DType::kF32);
-  return in;
-}
 
 // --- correctness against the CPU ---------------------------------------------------------------
 
@@ -278,79 +222,6 @@ TEST(CudaAttention, RunsWithAnExternalWorkspaceAndRefusesATooSmallOne) {
 
 // --- timing (informative only: prints, never fails on speed) -----------------------------------
 
-// Fills a device bf16 buffer with normal noise without generating gigabytes on the host: one random
-// tile, then doubling device-to-device copies (timing on zeros would flatter the kernels).
-bool fill_random(DeviceBuffer& buf, uint64_t seed) {
-  const int64_t tile = std::min<int64_t>(int64_t{1} << 20, static_cast<int64_t>(buf.bytes / 2));
-  const Tensor noise = testing::random_normal({tile}, seed).to(DType::kBF16);
-  if (cudaMemcpy(buf.ptr, noise.raw_data(), noise.nbytes(), cudaMemcpyHostToDevice) != cudaSuccess) return false;
-  char* base = static_cast<char*>(buf.ptr);
-  for (size_t done = noise.nbytes(); done < buf.bytes; done *= 2)
-    if (cudaMemcpy(base + done, base, std::min(done, buf.bytes - done), cudaMemcpyDeviceToDevice) != cudaSuccess)
-      return false;
-  return true;
-}
-
-std::vector<uint16_t> download_bits(const DeviceBuffer& buf) {
-  std::vector<uint16_t> host(buf.bytes / 2);
-  cudaMemcpy(host.data(), buf.ptr, buf.bytes, cudaMemcpyDeviceToHost);
-  return host;
-}
-
-// At long sequences the CPU reference is too slow for every row: recompute a few (row, head)
-// outputs in double from the bf16 inputs and return the relative L2 error of the GPU's.
-double spot_check(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k, const std::vector<uint16_t>& v,
-                  const std::vector<uint16_t>& o, int64_t S, int64_t H, int64_t D) {
-  double err = 0, ref = 0;
-  std::vector<double> p(static_cast<size_t>(S));
-  for (int64_t row : {int64_t{0}, int64_t{1}, S / 2, S - 2, S - 1}) {
-    for (int64_t head : {int64_t{0}, H - 1}) {
-      const uint16_t* qi = &q[static_cast<size_t>((row * H + head) * D)];
-      double max_score = -1e300, denom = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        const uint16_t* kj = &k[static_cast<size_t>((j * H + head) * D)];
-        double dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += double(bf16_to_f32(qi[d])) * bf16_to_f32(kj[d]);
-        p[j] = dot / std::sqrt(double(D));
-        max_score = std::max(max_score, p[j]);
-      }
-      for (double& x : p) {
-        x = std::exp(x - max_score);
-        denom += x;
-      }
-      for (int64_t d = 0; d < D; ++d) {
-        double expected = 0;
-        for (int64_t j = 0; j < S; ++j) expected += p[j] * bf16_to_f32(v[static_cast<size_t>((j * H + head) * D + d)]);
-        expected /= denom;
-        const double actual = bf16_to_f32(o[static_cast<size_t>((row * H + head) * D + d)]);
-        err += (actual - expected) * (actual - expected);
-        ref += expected * expected;
-      }
-    }
-  }
-  return std::sqrt(err / std::max(ref, 1e-300));
-}
-
-// The timing tests' setup: per (S, heads) shape at D = 128, bf16 q, k, v of random values and an
-// output buffer on the device, a non-blocking stream, and the shape's FLOPs (QK^T and PV).
-struct TimedShape {
-  int64_t S, heads;
-};
-template <typename Body>  // Body(const TimedShape&, cudaStream_t, q, k, v, o, double flop)
-void for_each_timed_shape(std::initializer_list<TimedShape> shapes, Body body) {
-  cudaStream_t stream = nullptr;
-  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (const TimedShape& c : shapes) {
-    const int64_t D = 128;
-    const size_t bytes = static_cast<size_t>(c.S * c.heads * D) * 2;
-    DeviceBuffer q(bytes), k(bytes), v(bytes), o(bytes);
-    ASSERT_TRUE(q.ptr && k.ptr && v.ptr && o.ptr);
-    ASSERT_TRUE(fill_random(q, 1) && fill_random(k, 2) && fill_random(v, 3));
-    body(c, stream, q, k, v, o, 4.0 * static_cast<double>(c.S) * static_cast<double>(c.S) * static_cast<double>(c.heads * D));
-    if (::testing::Test::HasFatalFailure()) break;
-  }
-  cudaStreamDestroy(stream);
-}
 
 // Informative on speed (prints, never fails on it); the outputs are still spot-checked.
 TEST(CudaAttention, TimingInformative) {
@@ -426,12 +297,18 @@ TEST(CudaAttention, CandidatePlansTimingInformative) {
 // Why attention runs slower inside the denoiser forward than in TimingInformative: that test
 // synchronizes after every call (the GPU idles, then bursts); a forward keeps it busy with GEMMs
 // in between. Times the 480p shape three ways: isolated calls, back-to-back calls, and each call
-// right after the forward's largest GEMM (FFN in, 15100 x 5376 -> 28672), events around attention only.
+// right after the forward's largest GEMM (FFN in, 15100 x 5376 -> 28672), events around attention only;
+// for cuDNN and for Orochi's flash kernel.
 TEST(CudaAttention, SustainedTimingInformative) {
   REQUIRE_GPU_ATTENTION();
   const int64_t S = 15100, H = 56, D = 128, K = 5376, N = 28672;
   cudaStream_t stream = nullptr;
   ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // The cuDNN handle first: created after the 2.2 GB fill and the GEMM runner, cudnnCreate failed
+  // on two device machines (CUDNN_STATUS_INTERNAL_ERROR creating its stream pool).
+  CudnnAttention attention(stream);
+  const AttentionShape shape{S, S, H, D};
+  ASSERT_OK(attention.prepare(shape));
   const size_t bytes = static_cast<size_t>(4 * S * H * D + S * K + N * K + S * N) * 2 + (size_t{1} << 20);
   Expected<std::shared_ptr<cuda::DeviceArena>> arena = cuda::DeviceArena::create(0, bytes, "attention timing");
   ASSERT_TRUE(arena.has_value()) << arena.status().to_string();
@@ -443,60 +320,66 @@ TEST(CudaAttention, SustainedTimingInformative) {
     ASSERT_OK(cuda::fill_normal(*tensor, 9, t.size(), 0.0f, 1.0f, stream));
     t.push_back(*tensor);
   }
-  struct {
-    void* ptr;
-  } q{const_cast<void*>(t[0].raw_data())}, k{const_cast<void*>(t[1].raw_data())},
-      v{const_cast<void*>(t[2].raw_data())}, o{const_cast<void*>(t[3].raw_data())};
+  const void *q = t[0].raw_data(), *k = t[1].raw_data(), *v = t[2].raw_data();
+  void* o = const_cast<void*>(t[3].raw_data());
   const Tensor &tx = t[4], &tw = t[5], &ty = t[6];
   Expected<std::unique_ptr<cuda::GemmRunner>> gemm = cuda::GemmRunner::create(0);
   ASSERT_TRUE(gemm.has_value()) << gemm.status().to_string();
-  CudnnAttention attention(stream);
-  const AttentionShape shape{S, S, H, D};
-  ASSERT_OK(attention.prepare(shape));
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
-    ASSERT_OK((*gemm)->linear(tx, tw, nullptr, ty, stream));
-  }
+
+  struct Kernel {
+    const char* name;
+    std::function<Status()> run;
+  };
+  std::vector<Kernel> kernels = {{"cuDNN", [&] { return attention.run(q, k, v, o, shape, stream); }}};
+  if (cuda::flash_attention_unsupported_reason(shape).empty())
+    kernels.push_back({"flash", [&] { return cuda::flash_attention(q, k, v, o, shape, stream); }});
+  for (const Kernel& kernel : kernels)
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_OK(kernel.run());
+      ASSERT_OK((*gemm)->linear(tx, tw, nullptr, ty, stream));
+    }
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   constexpr int kRuns = 10;
   std::vector<cudaEvent_t> ev(2 * kRuns + 2);
   for (cudaEvent_t& e : ev) ASSERT_CUDA(cudaEventCreate(&e));
   const double flop = 4.0 * double(S) * double(S) * double(H * D);
-  auto report = [&](const char* how, const std::vector<float>& ms) {
-    std::vector<float> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    const double median = 0.5 * (sorted[kRuns / 2 - 1] + sorted[kRuns / 2]);
-    std::printf("[attention-sustained] %-32s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s\n", how, median,
-                sorted.front(), sorted.back(), flop / (median * 1e-3) / 1e12);
-  };
-  // 1. Isolated: synchronize after each call.
-  std::vector<float> isolated;
-  for (int i = 0; i < kRuns; ++i) {
-    ASSERT_CUDA(cudaEventRecord(ev[0], stream));
-    ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
-    ASSERT_CUDA(cudaEventRecord(ev[1], stream));
-    ASSERT_CUDA(cudaEventSynchronize(ev[1]));
-    float t = 0;
-    ASSERT_CUDA(cudaEventElapsedTime(&t, ev[0], ev[1]));
-    isolated.push_back(t);
-  }
-  report("isolated (sync after each)", isolated);
-  // 2. Back to back, and 3. after a GEMM each: all queued, read at the end.
-  for (bool with_gemm : {false, true}) {
+  for (const Kernel& kernel : kernels) {
+    auto report = [&](const char* how, const std::vector<float>& ms) {
+      std::vector<float> sorted = ms;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = 0.5 * (sorted[kRuns / 2 - 1] + sorted[kRuns / 2]);
+      std::printf("[attention-sustained] %-5s %-28s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s\n",
+                  kernel.name, how, median, sorted.front(), sorted.back(), flop / (median * 1e-3) / 1e12);
+    };
+    // 1. Isolated: synchronize after each call.
+    std::vector<float> isolated;
     for (int i = 0; i < kRuns; ++i) {
-      if (with_gemm) ASSERT_OK((*gemm)->linear(tx, tw, nullptr, ty, stream));
-      ASSERT_CUDA(cudaEventRecord(ev[2 * i], stream));
-      ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
-      ASSERT_CUDA(cudaEventRecord(ev[2 * i + 1], stream));
+      ASSERT_CUDA(cudaEventRecord(ev[0], stream));
+      ASSERT_OK(kernel.run());
+      ASSERT_CUDA(cudaEventRecord(ev[1], stream));
+      ASSERT_CUDA(cudaEventSynchronize(ev[1]));
+      float ms = 0;
+      ASSERT_CUDA(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+      isolated.push_back(ms);
     }
-    ASSERT_CUDA(cudaStreamSynchronize(stream));
-    std::vector<float> ms;
-    for (int i = 0; i < kRuns; ++i) {
-      float t = 0;
-      ASSERT_CUDA(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
-      ms.push_back(t);
+    report("isolated (sync after each)", isolated);
+    // 2. Back to back, and 3. after a GEMM each: all queued, read at the end.
+    for (bool with_gemm : {false, true}) {
+      for (int i = 0; i < kRuns; ++i) {
+        if (with_gemm) ASSERT_OK((*gemm)->linear(tx, tw, nullptr, ty, stream));
+        ASSERT_CUDA(cudaEventRecord(ev[2 * i], stream));
+        ASSERT_OK(kernel.run());
+        ASSERT_CUDA(cudaEventRecord(ev[2 * i + 1], stream));
+      }
+      ASSERT_CUDA(cudaStreamSynchronize(stream));
+      std::vector<float> ms;
+      for (int i = 0; i < kRuns; ++i) {
+        float m = 0;
+        ASSERT_CUDA(cudaEventElapsedTime(&m, ev[2 * i], ev[2 * i + 1]));
+        ms.push_back(m);
+      }
+      report(with_gemm ? "each after an FFN-in GEMM" : "back to back", ms);
     }
-    report(with_gemm ? "each after an FFN-in GEMM" : "back to back", ms);
   }
   for (cudaEvent_t e : ev) cudaEventDestroy(e);
   cudaStreamDestroy(stream);

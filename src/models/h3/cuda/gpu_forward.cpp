@@ -19,6 +19,12 @@ Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(er
 
 }  // namespace
 
+Status H3GpuRunner::attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape) {
+  if (flash_attention_ && cuda::flash_attention_unsupported_reason(shape).empty())
+    return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
+  return attention_->run(q, k, v, o, shape, stream_);
+}
+
 // Self-attention of `rows` rows of x into out [rows, H]. A transformer block (`main`) applies RoPE
 // and, with SP, attends over every rank's rows through the Ulysses exchange; the refiner attends
 // over its L text rows alone. With TP, out is summed over the group.
@@ -51,7 +57,8 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
                                                                      hd, eps, cos, sin, R, stream_), "qk_norm_rope k"));
   timer_.end();
   timer_.begin("attention");
-  OROCHI_RETURN_IF_ERROR(attention_->run(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(), rows, heads, hd, stream_));
+  OROCHI_RETURN_IF_ERROR(attend(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(),
+                                cuda::AttentionShape{.s_q = rows, .s_kv = rows, .heads = heads, .head_dim = hd}));
   timer_.end();
   return linear_reduced(b.to_out, o, out, "gemm out");  // [rows, H]
 }

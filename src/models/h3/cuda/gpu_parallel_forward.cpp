@@ -141,12 +141,12 @@ Status H3GpuRunner::ulysses_attention() {
   const int n = rank_.sp_size, r = rank_.sp_rank;
   const int64_t C = d.attn_inner(), R = my.rows.size(), S = B.size.rows;
   const size_t row = static_cast<size_t>(C) * sizeof(bf16);
-  auto attend = [&](int j) -> Status {
+  auto attend_share = [&](int j) -> Status {
     const dist::Range q_rows = my.shares[j];
     const cuda::AttentionShape shape{.s_q = q_rows.size(), .s_kv = S, .heads = d.attn_heads, .head_dim = d.head_dim};
     timer_.begin("attention");
-    Status s = attention_->run(static_cast<const char*>(B.qa.raw_data()) + q_rows.begin * row, B.ka.raw_data(),
-                               B.va.raw_data(), static_cast<char*>(B.oa.raw_data()) + q_rows.begin * row, shape, stream_);
+    Status s = attend(static_cast<const char*>(B.qa.raw_data()) + q_rows.begin * row, B.ka.raw_data(), B.va.raw_data(),
+                      static_cast<char*>(B.oa.raw_data()) + q_rows.begin * row, shape);
     timer_.end();
     return s;
   };
@@ -160,13 +160,13 @@ Status H3GpuRunner::ulysses_attention() {
     return s;
   };
   for (int step = 1; step < n; ++step) {
-    OROCHI_RETURN_IF_ERROR(attend((r + step) % n));
+    OROCHI_RETURN_IF_ERROR(attend_share((r + step) % n));
     OROCHI_RETURN_IF_ERROR(comm_after_compute());
     comm_timer_.begin("all_to_all o");
     OROCHI_RETURN_IF_ERROR(exchange_round(step, B.oa, B.q, false));
     comm_timer_.end();
   }
-  OROCHI_RETURN_IF_ERROR(attend(r));
+  OROCHI_RETURN_IF_ERROR(attend_share(r));
   OROCHI_RETURN_IF_ERROR(place(static_cast<const char*>(B.oa.raw_data()) + my.rows.begin * row, r));
   OROCHI_RETURN_IF_ERROR(compute_after_comm());
   for (int j = 0; j < n; ++j)
@@ -186,8 +186,7 @@ Status H3GpuRunner::ulysses_attention_out(const GpuLinear& to_out, const Tensor&
   const int64_t C = d.attn_inner(), R = my.rows.size(), S = B.size.rows;
   const cuda::AttentionShape shape{.s_q = S, .s_kv = S, .heads = d.attn_heads, .head_dim = d.head_dim};
   timer_.begin("attention");
-  OROCHI_RETURN_IF_ERROR(attention_->run(B.qa.raw_data(), B.ka.raw_data(), B.va.raw_data(), B.oa.raw_data(), shape,
-                                         stream_));
+  OROCHI_RETURN_IF_ERROR(attend(B.qa.raw_data(), B.ka.raw_data(), B.va.raw_data(), B.oa.raw_data(), shape));
   timer_.end();
   OROCHI_RETURN_IF_ERROR(comm_after_compute());
   comm_timer_.begin("all_to_all o");

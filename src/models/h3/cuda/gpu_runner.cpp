@@ -49,6 +49,12 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->device_ = device;
   const char* sp_attention = std::getenv("OROCHI_SP_ATTENTION");
   r->split_sp_attention_ = sp_attention != nullptr && std::string(sp_attention) == "split";
+  const char* attention = std::getenv("OROCHI_ATTENTION");
+  const std::string attention_choice = attention != nullptr ? attention : "flash";
+  if (attention_choice != "cudnn" && attention_choice != "flash")
+    return invalid_argument("OROCHI_ATTENTION must be cudnn or flash, got '" + attention_choice + "'");
+  r->flash_attention_ = attention_choice == "flash";
+  OROCHI_ASSIGN_OR_RETURN(r->flash_options_, cuda::flash_attention_options_from_environment());
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   if (rank.world_size() > 1) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cuda/attention_cudnn.h"
+#include "backends/cuda/attention_flash.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "dist/comm.h"
@@ -103,6 +104,8 @@ class H3GpuRunner {
   Status upload_rows(const H3Inputs& inputs);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
   Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out);
+  // Attention through Orochi's Hopper kernel when chosen and the shape fits it, else cuDNN.
+  Status attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape);
   Status feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out);
   // Ulysses SP: q/k/v of this rank's rows to all rows of its heads, and attention back.
   Status ulysses_qkv(const GpuBlock& b, const Tensor& x);
@@ -130,6 +133,10 @@ class H3GpuRunner {
   // OROCHI_SP_ATTENTION=split: attention one SP share of query rows at a time, each share's
   // output sent while the next computes (the earlier scheme, kept for side-by-side timing).
   bool split_sp_attention_ = false;
+  // OROCHI_ATTENTION=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
+  // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
+  bool flash_attention_ = true;
+  cuda::FlashAttentionOptions flash_options_;
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr, comm_stream_ = nullptr;

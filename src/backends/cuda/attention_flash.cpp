@@ -1,0 +1,118 @@
+#include "backends/cuda/attention_flash.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <mutex>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/sm90a/flash_attention_launch.h"
+
+namespace orochi::cuda {
+namespace {
+
+constexpr int64_t kHeadDim = 128;
+
+// cuTensorMapEncodeTiled from the driver, found once through the runtime (no link to libcuda).
+Expected<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static cudaError_t error = cudaSuccess;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    error = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+    if (error == cudaSuccess && found == cudaDriverEntryPointSuccess) fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  });
+  if (fn == nullptr)
+    return Status(ErrorCode::kUnsupported, std::string("the CUDA driver offers no cuTensorMapEncodeTiled (") +
+                                               cudaGetErrorString(error) + "); update the NVIDIA driver to CUDA 12+");
+  return fn;
+}
+
+// [rows, heads, 128] bf16 as a 3-D tensor map whose box is 64 head dims x 1 head x box_rows rows,
+// stored with the 128-byte swizzle the kernel's wgmma descriptors expect.
+Expected<CUtensorMap> rows_heads_dims_map(const void* base, int64_t rows, int64_t heads, int box_rows) {
+  OROCHI_ASSIGN_OR_RETURN(PFN_cuTensorMapEncodeTiled_v12000 encode, tensor_map_encoder());
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kHeadDim), static_cast<cuuint64_t>(heads),
+                              static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kHeadDim * 2), static_cast<cuuint64_t>(heads * kHeadDim * 2)};
+  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box,
+                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status(ErrorCode::kInvalidArgument, "flash attention: cuTensorMapEncodeTiled failed (CUresult " +
+                                                   std::to_string(static_cast<int>(r)) + ") for " +
+                                                   std::to_string(rows) + " rows x " + std::to_string(heads) + " heads");
+  return map;
+}
+
+bool device_is_hopper() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
+  return major == 9 && minor == 0;
+}
+
+}  // namespace
+
+std::string flash_attention_unsupported_reason(const AttentionShape& s) {
+  if (s.head_dim != kHeadDim) return "head dim " + std::to_string(s.head_dim) + " (the kernel is built for 128)";
+  if (s.dtype != DType::kBF16) return "dtype other than bf16";
+  if (s.causal) return "a causal mask";
+  if (s.kv_head_count() != s.heads) return "grouped key/value heads";
+  if (s.s_q <= 0 || s.s_kv <= 0 || s.heads <= 0) return "an empty shape " + s.to_string();
+  if (s.s_q > (int64_t{1} << 30) || s.s_kv > (int64_t{1} << 30) || s.heads > 65535) return "a shape too large";
+  if (!device_is_hopper()) return "a GPU that is not compute capability 9.0 (the kernel uses Hopper's wgmma and TMA)";
+  return "";
+}
+
+Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
+  FlashAttentionOptions o;
+  if (const char* e = std::getenv("OROCHI_FLASH_KV_BLOCK"); e != nullptr) {
+    const std::string v = e;
+    if (v != "128" && v != "176")
+      return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_KV_BLOCK must be 128 or 176, got '" + v + "'");
+    o.kv_block = std::stoi(v);
+  }
+  if (const char* e = std::getenv("OROCHI_FLASH_PINGPONG"); e != nullptr) {
+    const std::string v = e;
+    if (v != "0" && v != "1")
+      return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_PINGPONG must be 0 or 1, got '" + v + "'");
+    o.pingpong = v == "1";
+  }
+  return o;
+}
+
+Status flash_attention(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
+                       cudaStream_t stream, const FlashAttentionOptions& options) {
+  if (const std::string why = flash_attention_unsupported_reason(shape); !why.empty())
+    return Status(ErrorCode::kUnsupported, "Orochi's flash attention cannot run " + shape.to_string() + ": " + why +
+                                               "; use cuDNN attention (OROCHI_ATTENTION=cudnn)");
+  for (const void* p : {q, k, v, static_cast<const void*>(o)})
+    if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return Status(ErrorCode::kInvalidArgument, "flash attention needs non-null, 16-byte aligned q, k, v and o");
+  if (options.kv_block != 128 && options.kv_block != 176)
+    return Status(ErrorCode::kInvalidArgument,
+                  "flash attention tiles keys by 128 or 176 rows, not " + std::to_string(options.kv_block));
+  sm90a::FlashAttentionLaunch launch;
+  OROCHI_ASSIGN_OR_RETURN(launch.q, rows_heads_dims_map(q, shape.s_q, shape.heads, 128));
+  OROCHI_ASSIGN_OR_RETURN(launch.k, rows_heads_dims_map(k, shape.s_kv, shape.heads, options.kv_block));
+  OROCHI_ASSIGN_OR_RETURN(launch.v, rows_heads_dims_map(v, shape.s_kv, shape.heads, options.kv_block));
+  launch.kv_block = options.kv_block;
+  launch.o = o;
+  launch.s_q = static_cast<int>(shape.s_q);
+  launch.s_kv = static_cast<int>(shape.s_kv);
+  launch.heads = static_cast<int>(shape.heads);
+  launch.pingpong = options.pingpong;
+  return cuda_status(sm90a::launch_flash_attention(launch, stream), "flash attention launch");
+}
+
+}  // namespace orochi::cuda

@@ -1,0 +1,37 @@
+// Orochi's own attention kernel for Hopper (sm_90a): FlashAttention-3-style warp-specialized
+// forward with TMA loads and wgmma, for the denoiser's shape class only: head dim 128, bf16,
+// non-causal, as many key/value heads as query heads. Layout as CudnnAttention's: q [S_q, heads,
+// 128], k and v [S_kv, heads, 128], o [S_q, heads, 128], contiguous, 16-byte aligned.
+//
+// Stateless (no workspace, no cached plans): run() builds three TMA descriptors on the host and
+// launches one kernel, so it can be captured in a CUDA graph from the first call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "backends/cuda/attention_cudnn.h"
+#include "core/status.h"
+
+namespace orochi::cuda {
+
+// Why the kernel cannot run `shape` on the current device ("" when it can): wrong head dim, dtype,
+// mask or grouped heads, or a GPU that is not compute capability 9.0.
+std::string flash_attention_unsupported_reason(const AttentionShape& shape);
+
+struct FlashAttentionOptions {
+  bool pingpong = true;  // the two consumer warpgroups alternate their MMAs (the faster schedule)
+  // Key/value rows per tile: 176 (FlashAttention-3's choice for head dim 128; 1-2% faster forwards
+  // than 128 at 832x480 and 1344x768 on an H200) or 128.
+  int kv_block = 176;
+};
+
+// The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176) and OROCHI_FLASH_PINGPONG (0 | 1)
+// for side-by-side timing; an invalid value is an error that names the variable.
+Expected<FlashAttentionOptions> flash_attention_options_from_environment();
+
+Status flash_attention(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
+                       cudaStream_t stream, const FlashAttentionOptions& options = {});
+
+}  // namespace orochi::cuda

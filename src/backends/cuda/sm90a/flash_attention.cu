@@ -1,0 +1,348 @@
+// Flash attention for Hopper (sm_90a), head dim 128, bf16 in and out, fp32 softmax and
+// accumulation. The design follows FlashAttention-3's forward:
+//   - warpgroup 0 is the producer: one thread loads Q once and streams K and V tiles (128 rows
+//     each) with TMA into a 2-stage ring guarded by "full" and "empty" mbarriers;
+//   - warpgroups 1 and 2 each own 64 query rows: S = Q K^T with wgmma from shared memory, online
+//     softmax in registers, O += P V with P straight from registers (the accumulator layout of S
+//     is the A-operand layout of the next wgmma);
+//   - inside a warpgroup, the QK^T of tile j runs while the PV of tile j-1 is issued behind it,
+//     and the softmax of tile j overlaps that PV;
+//   - across the two warpgroups ("ping-pong"), named barriers make one issue its MMAs while the
+//     other does its softmax, so the tensor cores stay fed.
+#include <cuda_bf16.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cuda/sm90a/flash_attention_launch.h"
+#include "backends/cuda/sm90a/wgmma.cuh"
+
+namespace orochi::cuda::sm90a {
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr int kBlockM = 128;  // query rows per CTA (64 per consumer warpgroup)
+constexpr int kStages = 2;
+constexpr int kThreads = 384;
+constexpr int kConsumerWarps = 8;
+constexpr uint32_t kRowBytes = kHeadDim * 2;              // one bf16 row of 128 head dims
+constexpr uint32_t kQHalfBytes = kBlockM * kRowBytes / 2;  // 64 of the 128 columns: one TMA box
+
+// Shared memory, from a 1024-byte aligned base: Q | K stages | V stages | barriers. kBlockN key
+// rows per K or V tile (128, or 176 as FlashAttention-3 picks for head dim 128: fewer per-tile
+// overheads for the same registers budget).
+template <int kBlockN>
+struct Layout {
+  static constexpr uint32_t kTileBytes = kBlockN * kRowBytes;
+  static constexpr uint32_t kHalfBytes = kTileBytes / 2;  // a multiple of the 1024-byte swizzle atom
+  static constexpr uint32_t kQ = 0;
+  static constexpr uint32_t kK = kBlockM * kRowBytes;
+  static constexpr uint32_t kV = kK + kStages * kTileBytes;
+  static constexpr uint32_t kBarriers = kV + kStages * kTileBytes;
+  static constexpr uint32_t kSharedBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + alignment slack
+  static_assert(kHalfBytes % 1024 == 0);
+  static_assert(kSharedBytes <= 227 * 1024);
+};
+
+struct Barriers {
+  uint64_t q_full;
+  uint64_t k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
+};
+
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// The accumulator fragment of a 64xN wgmma: thread (warp w, lane l) holds, for n8 block i,
+// rows r = 16w + l/4 and r + 8, columns 8i + 2(l%4) + {0, 1}: s[4i + {0,1}] on row r,
+// s[4i + {2,3}] on row r + 8.
+struct RowState {
+  float max0 = -INFINITY, max1 = -INFINITY;  // running max of the scaled (log2) scores
+  float sum0 = 0, sum1 = 0;                  // this thread's part of the running denominators
+};
+
+// Turns scores s (raw q.k of one tile) into exp2(s * scale_log2 - new max) in place, updates the
+// running max and sums, and returns the factors the output accumulated so far must be scaled by.
+// Columns >= valid_cols (the last tile's padding) are masked out.
+template <int N>
+__device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, float scale_log2, int valid_cols,
+                                               int lane, float& factor0, float& factor1) {
+  constexpr int kBlocks = N / 8;
+  if (valid_cols < N) {
+#pragma unroll
+    for (int i = 0; i < kBlocks; ++i) {
+      const int col = 8 * i + 2 * (lane & 3);
+      if (col >= valid_cols) s[4 * i] = s[4 * i + 2] = -INFINITY;
+      if (col + 1 >= valid_cols) s[4 * i + 1] = s[4 * i + 3] = -INFINITY;
+    }
+  }
+  float m0 = -INFINITY, m1 = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kBlocks; ++i) {
+    m0 = fmaxf(m0, fmaxf(s[4 * i], s[4 * i + 1]));
+    m1 = fmaxf(m1, fmaxf(s[4 * i + 2], s[4 * i + 3]));
+  }
+#pragma unroll
+  for (int offset = 1; offset < 4; offset *= 2) {  // the 4 threads of a row
+    m0 = fmaxf(m0, __shfl_xor_sync(0xffffffff, m0, offset));
+    m1 = fmaxf(m1, __shfl_xor_sync(0xffffffff, m1, offset));
+  }
+  const float new0 = fmaxf(st.max0, m0 * scale_log2), new1 = fmaxf(st.max1, m1 * scale_log2);
+  factor0 = exp2_approx(st.max0 - new0);  // 0 on the first tile (max was -inf), 1 when it held
+  factor1 = exp2_approx(st.max1 - new1);
+  st.max0 = new0;
+  st.max1 = new1;
+  float sum0 = 0, sum1 = 0;
+#pragma unroll
+  for (int i = 0; i < kBlocks; ++i) {
+    s[4 * i] = exp2_approx(fmaf(s[4 * i], scale_log2, -new0));
+    s[4 * i + 1] = exp2_approx(fmaf(s[4 * i + 1], scale_log2, -new0));
+    s[4 * i + 2] = exp2_approx(fmaf(s[4 * i + 2], scale_log2, -new1));
+    s[4 * i + 3] = exp2_approx(fmaf(s[4 * i + 3], scale_log2, -new1));
+    sum0 += s[4 * i] + s[4 * i + 1];
+    sum1 += s[4 * i + 2] + s[4 * i + 3];
+  }
+  st.sum0 = st.sum0 * factor0 + sum0;
+  st.sum1 = st.sum1 * factor1 + sum1;
+}
+
+// P (bf16) as the A operand of the PV wgmma: k-step kk covers columns 16kk..16kk+15, i.e. n8
+// blocks 2kk and 2kk+1 of the score accumulator.
+template <int N>
+__device__ __forceinline__ void scores_to_operand(const float (&s)[N / 2], uint32_t (&p)[N / 4]) {
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk) {
+    const int lo = 8 * kk, hi = 8 * kk + 4;  // 4 * (2kk), 4 * (2kk + 1)
+    p[4 * kk + 0] = pack_bf16(s[lo], s[lo + 1]);
+    p[4 * kk + 1] = pack_bf16(s[lo + 2], s[lo + 3]);
+    p[4 * kk + 2] = pack_bf16(s[hi], s[hi + 1]);
+    p[4 * kk + 3] = pack_bf16(s[hi + 2], s[hi + 3]);
+  }
+}
+
+// S[64 x N] = Q[64 x 128] K[N x 128]^T: 8 k-steps of 16 head dims (32 bytes) inside the two
+// 64-column halves of both tiles.
+template <int N>
+__device__ __forceinline__ void issue_qk(float (&s)[N / 2], uint32_t q_addr, uint32_t k_addr) {
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk) {
+    const uint32_t within = (kk & 3) * 32;
+    const uint64_t a = sw128_descriptor(q_addr + (kk >> 2) * kQHalfBytes + within, 16, 1024);
+    const uint64_t b = sw128_descriptor(k_addr + (kk >> 2) * Layout<N>::kHalfBytes + within, 16, 1024);
+    if constexpr (N == 128) {
+      wgmma_m64n128k16_ss(s, a, b, kk > 0 ? 1 : 0);
+    } else {
+      static_assert(N == 176, "add the wgmma shape to wgmma.cuh");
+      wgmma_m64n176k16_ss(s, a, b, kk > 0 ? 1 : 0);
+    }
+  }
+}
+
+// O[64 x 128] += P[64 x N] V[N x 128]: N/16 k-steps of 16 key rows (2048 bytes) of V, whose two
+// 64-column halves are kHalfBytes apart.
+template <int N>
+__device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[N / 4], uint32_t v_addr) {
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk) {
+    const uint32_t(&a)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&p[4 * kk]);
+    wgmma_m64n128k16_rs_tb(o, a, sw128_descriptor(v_addr + kk * 2048, Layout<N>::kHalfBytes, 1024), 1);
+  }
+}
+
+// o *= factor per row, skipped when no row of the warp moved its max (the common case once the
+// first tiles have set it): a warp-uniform branch, so the MMA issue never diverges.
+__device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, float factor1) {
+  if (__all_sync(0xffffffff, factor0 == 1.f && factor1 == 1.f)) return;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    o[4 * i] *= factor0;
+    o[4 * i + 1] *= factor0;
+    o[4 * i + 2] *= factor1;
+    o[4 * i + 3] *= factor1;
+  }
+}
+
+// One CTA per (128 query rows, head), blockIdx.x the query tile: the CTAs resident together work
+// on one head and share its K and V in L2. (A persistent variant, one CTA per SM walking the
+// tiles round-robin, measured 2% slower at 1344x768: without the hardware's dynamic block
+// scheduling, the slowest SM sets the end.)
+template <int kBlockN, bool kPingPong>
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_attention_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
+                           const __grid_constant__ CUtensorMap tm_v, __nv_bfloat16* __restrict__ out, int s_q,
+                           int s_kv, int heads, float scale_log2) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t raw_shared[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw_shared) + 1023) & ~uintptr_t{1023});
+  using L = Layout<kBlockN>;
+  Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
+  const int warpgroup = threadIdx.x / 128;
+  const int head = blockIdx.y;
+  const int row0 = blockIdx.x * kBlockM;
+  const int tiles = (s_kv + kBlockN - 1) / kBlockN;
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(&bar.q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&bar.k_full[s], 1);
+      mbarrier_init(&bar.v_full[s], 1);
+      mbarrier_init(&bar.k_empty[s], kConsumerWarps);
+      mbarrier_init(&bar.v_empty[s], kConsumerWarps);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {  // producer
+    registers_shrink<24>();
+    if (threadIdx.x == 0) {
+      uint8_t* q = smem + L::kQ;
+      mbarrier_arrive_expect_bytes(&bar.q_full, 2 * kQHalfBytes);
+      tma_load_3d(q, &tm_q, &bar.q_full, 0, head, row0);
+      tma_load_3d(q + kQHalfBytes, &tm_q, &bar.q_full, 64, head, row0);
+      for (int j = 0; j < tiles; ++j) {
+        const int s = j % kStages;
+        const uint32_t parity = (j / kStages) & 1;
+        uint8_t* k = smem + L::kK + s * L::kTileBytes;
+        uint8_t* v = smem + L::kV + s * L::kTileBytes;
+        if (j >= kStages) mbarrier_wait(&bar.k_empty[s], parity ^ 1);
+        mbarrier_arrive_expect_bytes(&bar.k_full[s], L::kTileBytes);
+        tma_load_3d(k, &tm_k, &bar.k_full[s], 0, head, j * kBlockN);
+        tma_load_3d(k + L::kHalfBytes, &tm_k, &bar.k_full[s], 64, head, j * kBlockN);
+        if (j >= kStages) mbarrier_wait(&bar.v_empty[s], parity ^ 1);
+        mbarrier_arrive_expect_bytes(&bar.v_full[s], L::kTileBytes);
+        tma_load_3d(v, &tm_v, &bar.v_full[s], 0, head, j * kBlockN);
+        tma_load_3d(v + L::kHalfBytes, &tm_v, &bar.v_full[s], 64, head, j * kBlockN);
+      }
+    }
+    return;
+  }
+
+  // Consumers.
+  registers_grow<240>();
+  const int wg = warpgroup - 1;  // 0 or 1: query rows [64 wg, 64 wg + 64) of the tile
+  const int lane = threadIdx.x & 31;
+  const int warp = (threadIdx.x / 32) & 3;
+  const uint32_t q_addr = smem_address(smem + L::kQ) + wg * 64 * 128;  // 64 rows of 128 bytes
+  const uint32_t k_addr = smem_address(smem + L::kK), v_addr = smem_address(smem + L::kV);
+  const int my_turn = 1 + wg, their_turn = 2 - wg;  // named barrier ids (0 is __syncthreads)
+  const int last_cols = s_kv - (tiles - 1) * kBlockN;
+
+  float s_acc[kBlockN / 2], o_acc[64];
+  uint32_t p[kBlockN / 4];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o_acc[i] = 0.f;
+  RowState st;
+  float f0, f1;
+
+  if (kPingPong && wg == 1) named_barrier_arrive(1, 256);  // warpgroup 0 goes first
+  mbarrier_wait(&bar.q_full, 0);
+
+  // Tile 0: scores and softmax only.
+  mbarrier_wait(&bar.k_full[0], 0);
+  if (kPingPong) named_barrier_sync(my_turn, 256);
+  wgmma_fence();
+  issue_qk<kBlockN>(s_acc, q_addr, k_addr);
+  wgmma_commit();
+  if (kPingPong) named_barrier_arrive(their_turn, 256);
+  wgmma_wait<0>();
+  pin_registers(s_acc);
+  if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
+  online_softmax<kBlockN>(s_acc, st, scale_log2, tiles == 1 ? last_cols : kBlockN, lane, f0, f1);
+  scores_to_operand<kBlockN>(s_acc, p);
+
+  for (int j = 1; j < tiles; ++j) {
+    const int s = j % kStages, prev = (j - 1) % kStages;
+    mbarrier_wait(&bar.k_full[s], (j / kStages) & 1);
+    mbarrier_wait(&bar.v_full[prev], ((j - 1) / kStages) & 1);
+    if (kPingPong) named_barrier_sync(my_turn, 256);
+    wgmma_fence();
+    issue_qk<kBlockN>(s_acc, q_addr, k_addr + s * L::kTileBytes);
+    wgmma_commit();
+    issue_pv<kBlockN>(o_acc, p, v_addr + prev * L::kTileBytes);
+    wgmma_commit();
+    if (kPingPong) named_barrier_arrive(their_turn, 256);
+    wgmma_wait<1>();  // the scores of tile j are in
+    pin_registers(s_acc);
+    if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
+    online_softmax<kBlockN>(s_acc, st, scale_log2, j == tiles - 1 ? last_cols : kBlockN, lane, f0, f1);
+    wgmma_wait<0>();  // P(j-1) V(j-1) is in
+    pin_registers(o_acc);
+    pin_registers(p);
+    if (lane == 0) mbarrier_arrive(&bar.v_empty[prev]);
+    rescale_output(o_acc, f0, f1);
+    scores_to_operand<kBlockN>(s_acc, p);
+  }
+
+  const int last = (tiles - 1) % kStages;
+  mbarrier_wait(&bar.v_full[last], ((tiles - 1) / kStages) & 1);
+  if (kPingPong) named_barrier_sync(my_turn, 256);
+  wgmma_fence();
+  issue_pv<kBlockN>(o_acc, p, v_addr + last * L::kTileBytes);
+  wgmma_commit();
+  // Warpgroup 1 owes no turn after its last MMAs: both barriers end balanced.
+  if (kPingPong && wg == 0) named_barrier_arrive(their_turn, 256);
+  wgmma_wait<0>();
+  pin_registers(o_acc);
+
+  float sum0 = st.sum0, sum1 = st.sum1;
+#pragma unroll
+  for (int offset = 1; offset < 4; offset *= 2) {
+    sum0 += __shfl_xor_sync(0xffffffff, sum0, offset);
+    sum1 += __shfl_xor_sync(0xffffffff, sum1, offset);
+  }
+  const float inv0 = 1.f / sum0, inv1 = 1.f / sum1;
+  const int r = row0 + wg * 64 + warp * 16 + (lane >> 2);
+  const int64_t row_stride = static_cast<int64_t>(heads) * kHeadDim;
+  __nv_bfloat16* o0 = out + static_cast<int64_t>(r) * row_stride + head * kHeadDim + 2 * (lane & 3);
+  __nv_bfloat16* o1 = o0 + 8 * row_stride;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    if (r < s_q) *reinterpret_cast<uint32_t*>(o0 + 8 * i) = pack_bf16(o_acc[4 * i] * inv0, o_acc[4 * i + 1] * inv0);
+    if (r + 8 < s_q)
+      *reinterpret_cast<uint32_t*>(o1 + 8 * i) = pack_bf16(o_acc[4 * i + 2] * inv1, o_acc[4 * i + 3] * inv1);
+  }
+#else
+  __trap();  // built without sm_90a code: the host side never launches this
+#endif
+}
+
+template <int kBlockN, bool kPingPong>
+cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
+  constexpr uint32_t kSharedBytes = Layout<kBlockN>::kSharedBytes;
+  // The shared-memory opt-in is per device: set once for each device this launches on.
+  static std::atomic<uint64_t> opted_in{0};
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((opted_in.load() & bit) == 0) {
+    const cudaError_t e = cudaFuncSetAttribute(flash_attention_kernel<kBlockN, kPingPong>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kSharedBytes));
+    if (e != cudaSuccess) return e;
+    opted_in.fetch_or(bit);
+  }
+  const dim3 grid((l.s_q + kBlockM - 1) / kBlockM, l.heads);
+  const float scale_log2 = static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)));
+  flash_attention_kernel<kBlockN, kPingPong><<<grid, kThreads, kSharedBytes, stream>>>(
+      l.q, l.k, l.v, static_cast<__nv_bfloat16*>(l.o), l.s_q, l.s_kv, l.heads, scale_log2);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_flash_attention(const FlashAttentionLaunch& l, cudaStream_t stream) {
+  if (l.kv_block == 176) return l.pingpong ? launch<176, true>(l, stream) : launch<176, false>(l, stream);
+  if (l.kv_block == 128) return l.pingpong ? launch<128, true>(l, stream) : launch<128, false>(l, stream);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace orochi::cuda::sm90a

@@ -1,0 +1,221 @@
+// Orochi's own Hopper attention kernel (cuda::flash_attention) against the CPU reference and
+// against cuDNN on the same inputs; both MMA schedules; graph capture; refused shapes; and an
+// informative timing beside cuDNN at the H3 denoiser's sizes.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/ops.h"
+#include "backends/cuda/attention_cudnn.h"
+#include "backends/cuda/attention_flash.h"
+#include "backends/cuda/device.h"
+#include "cuda/attention_test_support.h"
+#include "support/compare.h"
+
+namespace orochi {
+namespace {
+
+using cuda::AttentionShape;
+using cuda::CudnnAttention;
+using cuda::FlashAttentionOptions;
+using namespace attention_test;  // NOLINT: the shared helpers of the attention tests
+
+// Skips unless the current GPU can run the kernel (a Hopper, compute capability 9.0).
+#define REQUIRE_HOPPER()                                                                       \
+  do {                                                                                         \
+    Expected<std::vector<cuda::DeviceInfo>> devices_ = cuda::list_devices();                   \
+    if (!devices_) GTEST_SKIP() << devices_.status().to_string();                              \
+    const std::string why_ = cuda::flash_attention_unsupported_reason(AttentionShape{1, 1, 1, 128}); \
+    if (!why_.empty()) GTEST_SKIP() << why_;                                                   \
+  } while (0)
+
+struct Problem {
+  AttentionShape shape;
+  Inputs in;
+  std::unique_ptr<DeviceBuffer> q, k, v, o;
+  Problem(const AttentionShape& s, uint64_t seed) : shape(s), in(make_inputs(s, seed)) {
+    q = upload_bf16(in.q);
+    k = upload_bf16(in.k);
+    v = upload_bf16(in.v);
+    o = std::make_unique<DeviceBuffer>(static_cast<size_t>(s.s_q * s.heads * s.head_dim) * 2);
+  }
+  bool ready() const { return q->ptr && k->ptr && v->ptr && o->ptr; }
+  Status run(cudaStream_t stream, const FlashAttentionOptions& options = {}) {
+    cudaMemsetAsync(o->ptr, 0xFF, o->bytes, stream);  // bf16 0xFFFF is NaN: unwritten rows show up
+    return cuda::flash_attention(q->ptr, k->ptr, v->ptr, o->ptr, shape, stream, options);
+  }
+  Tensor output() const { return download_f32(*o, {shape.s_q, shape.heads, shape.head_dim}); }
+};
+
+class FlashAttentionVsCpu : public ::testing::TestWithParam<AttentionShape> {};
+
+// Every head for few heads, a spread of them for many; both schedules give the same bits.
+TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
+  REQUIRE_HOPPER();
+  const AttentionShape s = GetParam();
+  Problem p(s, 2000 + static_cast<uint64_t>(s.s_q));
+  ASSERT_TRUE(p.ready());
+  ASSERT_OK(p.run(nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  const Tensor gpu = p.output();
+  const float* all = gpu.data<float>();
+  EXPECT_EQ(std::count_if(all, all + gpu.numel(), [](float x) { return !std::isfinite(x); }), 0)
+      << "rows or heads left unwritten (NaN poison) or overflowed";
+
+  std::vector<int64_t> heads;
+  if (s.heads <= 4) {
+    for (int64_t h = 0; h < s.heads; ++h) heads.push_back(h);
+  } else {
+    heads = {0, 1, s.heads / 2, s.heads - 1};
+  }
+  const Tensor expected = cpu::attention(select_heads(p.in.q, heads), select_heads(p.in.k, heads),
+                                         select_heads(p.in.v, heads));
+  const testing::Comparison c = testing::compare(select_heads(gpu, heads), expected);
+  std::printf("%s vs CPU: %s\n", s.to_string().c_str(), c.summary().c_str());
+  EXPECT_TRUE(c.same_nonfinite) << c.summary();
+  EXPECT_LE(c.rel_l2, 1e-2) << c.summary();
+
+  ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.pingpong = false}));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  const testing::Comparison schedules = testing::compare(p.output(), gpu);
+  EXPECT_TRUE(schedules.same_nonfinite && schedules.max_abs == 0) << "ping-pong changed the result: "
+                                                                  << schedules.summary();
+  // 128-row key tiles: other tile boundaries (masking, rescaling), the same attention.
+  for (bool pingpong : {true, false}) {
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.pingpong = pingpong, .kv_block = 128}));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor wide = p.output();
+    const testing::Comparison w = testing::compare(select_heads(wide, heads), expected);
+    std::printf("%s kv_block 128%s vs CPU: %s\n", s.to_string().c_str(), pingpong ? "" : " plain", w.summary().c_str());
+    EXPECT_TRUE(w.same_nonfinite) << w.summary();
+    EXPECT_LE(w.rel_l2, 1e-2) << w.summary();
+  }
+
+  if (CudnnAttention::compiled_with_frontend()) {
+    CudnnAttention cudnn(nullptr);
+    ASSERT_OK(cudnn.run(p.q->ptr, p.k->ptr, p.v->ptr, p.o->ptr, s, nullptr));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const testing::Comparison vs = testing::compare(gpu, p.output());
+    std::printf("%s vs cuDNN: %s\n", s.to_string().c_str(), vs.summary().c_str());
+    EXPECT_LE(vs.rel_l2, 1e-2) << vs.summary();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionVsCpu,
+                         ::testing::Values(AttentionShape{1, 1, 1, 128}, AttentionShape{31, 31, 2, 128},
+                                           AttentionShape{128, 128, 2, 128}, AttentionShape{129, 257, 3, 128},
+                                           AttentionShape{1000, 1000, 4, 128}, AttentionShape{2053, 2053, 3, 128},
+                                           AttentionShape{4099, 4099, 56, 128},
+                                           AttentionShape{100, 77, 2, 128}),  // cross-attention lengths
+                         [](const ::testing::TestParamInfo<AttentionShape>& info) {
+                           const AttentionShape& s = info.param;
+                           return "Sq" + std::to_string(s.s_q) + "_Skv" + std::to_string(s.s_kv) + "_h" +
+                                  std::to_string(s.heads);
+                         });
+
+TEST(FlashAttention, DeterministicAndCapturableInACudaGraph) {
+  REQUIRE_HOPPER();
+  Problem p(AttentionShape{515, 515, 8, 128}, 11);
+  ASSERT_TRUE(p.ready());
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ASSERT_OK(p.run(stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const Tensor eager = p.output();
+
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status captured = p.run(stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured.is_ok()) << captured.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  ASSERT_CUDA(cudaMemsetAsync(p.o->ptr, 0xFF, p.o->bytes, stream));
+  ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const testing::Comparison c = testing::compare(p.output(), eager);
+  EXPECT_TRUE(c.same_nonfinite && c.max_abs == 0) << "graph replay differs from the eager run: " << c.summary();
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(FlashAttention, RefusesShapesItWasNotBuiltFor) {
+  REQUIRE_HOPPER();
+  DeviceBuffer b(1 << 16);
+  ASSERT_TRUE(b.ptr);
+  for (const AttentionShape& s : {AttentionShape{8, 8, 2, 64}, AttentionShape{8, 8, 2, 128, DType::kF16},
+                                  AttentionShape{8, 8, 4, 128, DType::kBF16, 2}, AttentionShape{8, 8, 2, 128, DType::kBF16, 0, true},
+                                  AttentionShape{0, 8, 2, 128}}) {
+    const Status st = cuda::flash_attention(b.ptr, b.ptr, b.ptr, b.ptr, s, nullptr);
+    EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << s.to_string() << ": " << st.to_string();
+    EXPECT_NE(st.message().find("cuDNN"), std::string::npos) << st.message();  // says what to use instead
+  }
+  const AttentionShape ok{8, 8, 2, 128};
+  EXPECT_EQ(cuda::flash_attention(static_cast<char*>(b.ptr) + 2, b.ptr, b.ptr, b.ptr, ok, nullptr).code(),
+            ErrorCode::kInvalidArgument);  // misaligned q
+  EXPECT_EQ(cuda::flash_attention(b.ptr, b.ptr, b.ptr, b.ptr, ok, nullptr, FlashAttentionOptions{.kv_block = 64}).code(),
+            ErrorCode::kInvalidArgument);
+}
+
+// Informative on speed (prints, never fails on it); the outputs are spot-checked in double.
+TEST(FlashAttention, TimingInformative) {
+  REQUIRE_HOPPER();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_CUDA(cudaEventCreate(&start));
+  ASSERT_CUDA(cudaEventCreate(&stop));
+  // H3 at 832x480 and 1344x768 on one GPU, and one SP2 rank's 28 heads at 1344x768.
+  for_each_timed_shape({{15100, 56}, {37966, 56}, {37966, 28}}, [&](const TimedShape& c, cudaStream_t stream,
+                                                                    DeviceBuffer& q, DeviceBuffer& k, DeviceBuffer& v,
+                                                                    DeviceBuffer& o, double flop) {
+    const AttentionShape shape{c.S, c.S, c.heads, 128};
+    const std::vector<uint16_t> hq = download_bits(q), hk = download_bits(k), hv = download_bits(v);
+    CudnnAttention cudnn(stream);
+    const bool have_cudnn = CudnnAttention::compiled_with_frontend() && cudnn.prepare(shape).is_ok();
+    struct Candidate {
+      const char* name;
+      bool cudnn;
+      FlashAttentionOptions flash;
+    };
+    for (const Candidate& cand : {Candidate{"cudnn", true, {}}, Candidate{"flash 128 pp", false, {true, 128}},
+                                  Candidate{"flash 128 plain", false, {false, 128}},
+                                  Candidate{"flash 176 pp", false, {true, 176}},
+                                  Candidate{"flash 176 plain", false, {false, 176}}}) {
+      if (cand.cudnn && !have_cudnn) continue;
+      auto run = [&]() -> Status {
+        if (cand.cudnn) return cudnn.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream);
+        return cuda::flash_attention(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream, cand.flash);
+      };
+      for (int i = 0; i < 2; ++i) ASSERT_OK(run());  // warm-up
+      std::vector<float> ms;
+      for (int i = 0; i < 10; ++i) {
+        ASSERT_CUDA(cudaEventRecord(start, stream));
+        ASSERT_OK(run());
+        ASSERT_CUDA(cudaEventRecord(stop, stream));
+        ASSERT_CUDA(cudaEventSynchronize(stop));
+        float t = 0;
+        ASSERT_CUDA(cudaEventElapsedTime(&t, start, stop));
+        ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      const double median = 0.5 * (ms[4] + ms[5]);
+      const double rel = spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, 128);
+      std::printf("[flash-timing] S=%ld heads=%ld %-16s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s, "
+                  "spot check rel_l2 %.2e\n",
+                  static_cast<long>(c.S), static_cast<long>(c.heads), cand.name, median, ms.front(), ms.back(),
+                  flop / (median * 1e-3) / 1e12, rel);
+      EXPECT_LE(rel, 1e-2) << cand.name;
+    }
+  });
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+}  // namespace
+}  // namespace orochi
