@@ -119,6 +119,44 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionVsCpu,
                                   std::to_string(s.heads);
                          });
 
+// A last wave at most half full is split over the idle SMs: 2053 rows x 8 heads = 136 units of 128
+// query rows; pretending 132 SMs leaves 4 (6 slices of 2 key tiles each), 100 SMs leaves 36 (2
+// slices). Same attention as unsplit (other rounding of P), against the CPU too.
+TEST(FlashAttention, SplitsASparseLastWave) {
+  REQUIRE_HOPPER();
+  const AttentionShape s{2053, 2053, 8, 128};
+  Problem p(s, 77);
+  ASSERT_TRUE(p.ready());
+  ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.split_tail = false}));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  const Tensor whole = p.output();
+  const std::vector<int64_t> heads = {0, 7};  // head 7 holds the last units
+  const Tensor expected =
+      cpu::attention(select_heads(p.in.q, heads), select_heads(p.in.k, heads), select_heads(p.in.v, heads));
+  for (int sms : {132, 100}) {
+    Expected<size_t> bytes = cuda::flash_attention_workspace_bytes(sms);
+    ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
+    DeviceBuffer workspace(*bytes);
+    ASSERT_TRUE(workspace.ptr);
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.workspace = workspace.ptr, .workspace_bytes = *bytes, .sm_count = sms}));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor split = p.output();
+    const testing::Comparison vs_whole = testing::compare(split, whole);
+    const testing::Comparison vs_cpu = testing::compare(select_heads(split, heads), expected);
+    std::printf("split last wave (%d SMs): vs unsplit %s; vs CPU %s\n", sms, vs_whole.summary().c_str(),
+                vs_cpu.summary().c_str());
+    EXPECT_TRUE(vs_whole.same_nonfinite) << vs_whole.summary();  // every row written, none NaN
+    EXPECT_GT(vs_whole.max_abs, 0) << "the split path did not run";
+    EXPECT_LE(vs_whole.rel_l2, 2e-3) << vs_whole.summary();
+    EXPECT_LE(vs_cpu.rel_l2, 1e-2) << vs_cpu.summary();
+    // Too small a workspace: no split, the same bits as unsplit.
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.workspace = workspace.ptr, .workspace_bytes = 1024, .sm_count = sms}));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const testing::Comparison small = testing::compare(p.output(), whole);
+    EXPECT_TRUE(small.same_nonfinite && small.max_abs == 0) << small.summary();
+  }
+}
+
 TEST(FlashAttention, DeterministicAndCapturableInACudaGraph) {
   REQUIRE_HOPPER();
   Problem p(AttentionShape{515, 515, 8, 128}, 11);
@@ -183,10 +221,15 @@ TEST(FlashAttention, TimingInformative) {
       bool cudnn;
       FlashAttentionOptions flash;
     };
+    Expected<size_t> ws_bytes = cuda::flash_attention_workspace_bytes();
+    ASSERT_TRUE(ws_bytes.has_value()) << ws_bytes.status().to_string();
+    DeviceBuffer ws(*ws_bytes);
+    ASSERT_TRUE(ws.ptr);
+    const FlashAttentionOptions split{.workspace = ws.ptr, .workspace_bytes = *ws_bytes};
     for (const Candidate& cand : {Candidate{"cudnn", true, {}}, Candidate{"flash 128 pp", false, {true, 128}},
-                                  Candidate{"flash 128 plain", false, {false, 128}},
                                   Candidate{"flash 176 pp", false, {true, 176}},
-                                  Candidate{"flash 176 plain", false, {false, 176}}}) {
+                                  Candidate{"flash 176 plain", false, {false, 176}},
+                                  Candidate{"flash 176 pp split", false, split}}) {
       if (cand.cudnn && !have_cudnn) continue;
       auto run = [&]() -> Status {
         if (cand.cudnn) return cudnn.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream);
@@ -206,7 +249,7 @@ TEST(FlashAttention, TimingInformative) {
       std::sort(ms.begin(), ms.end());
       const double median = 0.5 * (ms[4] + ms[5]);
       const double rel = spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, 128);
-      std::printf("[flash-timing] S=%ld heads=%ld %-16s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s, "
+      std::printf("[flash-timing] S=%ld heads=%ld %-18s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s, "
                   "spot check rel_l2 %.2e\n",
                   static_cast<long>(c.S), static_cast<long>(c.heads), cand.name, median, ms.front(), ms.back(),
                   flop / (median * 1e-3) / 1e12, rel);

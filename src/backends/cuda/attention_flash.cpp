@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -53,6 +54,27 @@ Expected<CUtensorMap> rows_heads_dims_map(const void* base, int64_t rows, int64_
   return map;
 }
 
+Expected<int> multiprocessors(int override_count) {
+  if (override_count > 0) return override_count;
+  int device = 0, count = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+// How many of the last units to split, and into how many slices: only a last wave at most half
+// full, into as many slices as fill the SMs (at most 16, each at least 2 key tiles).
+struct TailSplit {
+  int units = 0, slices = 1;
+};
+TailSplit plan_tail(int64_t units, int64_t key_tiles, int sms) {
+  const int tail = static_cast<int>(units % sms);
+  if (tail == 0 || 2 * tail > sms) return {};
+  const int slices = static_cast<int>(std::min<int64_t>({16, sms / tail, key_tiles / 2}));
+  if (slices < 2) return {};
+  return {tail, slices};
+}
+
 bool device_is_hopper() {
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
@@ -69,9 +91,17 @@ std::string flash_attention_unsupported_reason(const AttentionShape& s) {
   if (s.causal) return "a causal mask";
   if (s.kv_head_count() != s.heads) return "grouped key/value heads";
   if (s.s_q <= 0 || s.s_kv <= 0 || s.heads <= 0) return "an empty shape " + s.to_string();
-  if (s.s_q > (int64_t{1} << 30) || s.s_kv > (int64_t{1} << 30) || s.heads > 65535) return "a shape too large";
+  if (s.s_q > (int64_t{1} << 30) || s.s_kv > (int64_t{1} << 30) || s.heads > 65535 ||
+      (s.s_q + 127) / 128 * s.heads > (int64_t{1} << 30))
+    return "a shape too large";
   if (!device_is_hopper()) return "a GPU that is not compute capability 9.0 (the kernel uses Hopper's wgmma and TMA)";
   return "";
+}
+
+Expected<size_t> flash_attention_workspace_bytes(int sm_count) {
+  OROCHI_ASSIGN_OR_RETURN(int sms, multiprocessors(sm_count));
+  // A split tail has units * slices <= SMs partial results.
+  return static_cast<size_t>(sms) * static_cast<size_t>(sm90a::flash_attention_partial_bytes());
 }
 
 Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
@@ -87,6 +117,12 @@ Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
     if (v != "0" && v != "1")
       return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_PINGPONG must be 0 or 1, got '" + v + "'");
     o.pingpong = v == "1";
+  }
+  if (const char* e = std::getenv("OROCHI_FLASH_SPLIT_TAIL"); e != nullptr) {
+    const std::string v = e;
+    if (v != "0" && v != "1")
+      return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_SPLIT_TAIL must be 0 or 1, got '" + v + "'");
+    o.split_tail = v == "1";
   }
   return o;
 }
@@ -112,7 +148,24 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   launch.s_kv = static_cast<int>(shape.s_kv);
   launch.heads = static_cast<int>(shape.heads);
   launch.pingpong = options.pingpong;
-  return cuda_status(sm90a::launch_flash_attention(launch, stream), "flash attention launch");
+  const int64_t units = (shape.s_q + 127) / 128 * shape.heads;
+  const int64_t key_tiles = (shape.s_kv + options.kv_block - 1) / options.kv_block;
+  TailSplit tail;
+  if (options.split_tail && options.workspace != nullptr) {
+    OROCHI_ASSIGN_OR_RETURN(int sms, multiprocessors(options.sm_count));
+    tail = plan_tail(units, key_tiles, sms);
+    const size_t need = static_cast<size_t>(tail.units) * tail.slices * sm90a::flash_attention_partial_bytes();
+    if (need > options.workspace_bytes) tail = {};  // too small a workspace: no split
+  }
+  launch.units = static_cast<int>(units - tail.units);
+  if (launch.units > 0)
+    OROCHI_RETURN_IF_ERROR(cuda_status(sm90a::launch_flash_attention(launch, stream), "flash attention launch"));
+  if (tail.units == 0) return Status::ok();
+  launch.unit_begin = launch.units;
+  launch.units = tail.units;
+  launch.kv_splits = tail.slices;
+  launch.partial = static_cast<float*>(options.workspace);
+  return cuda_status(sm90a::launch_flash_attention(launch, stream), "flash attention launch (split last wave)");
 }
 
 }  // namespace orochi::cuda

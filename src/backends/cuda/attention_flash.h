@@ -3,8 +3,14 @@
 // non-causal, as many key/value heads as query heads. Layout as CudnnAttention's: q [S_q, heads,
 // 128], k and v [S_kv, heads, 128], o [S_q, heads, 128], contiguous, 16-byte aligned.
 //
-// Stateless (no workspace, no cached plans): run() builds three TMA descriptors on the host and
-// launches one kernel, so it can be captured in a CUDA graph from the first call.
+// Stateless (no cached plans): each call builds three TMA descriptors on the host and launches one
+// kernel, or three when it splits the last wave (below), so it can be captured in a CUDA graph
+// from the first call.
+//
+// The last wave: the kernel runs one CTA per SM over units of 128 query rows of one head. When
+// units % SMs leaves a last wave less than half full (832x480 on an H200: 6,608 units, 8 in the
+// 51st wave), those units' key tiles are split over the idle SMs and combined by a small kernel,
+// given a device workspace of flash_attention_workspace_bytes().
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,10 +31,18 @@ struct FlashAttentionOptions {
   // Key/value rows per tile: 176 (FlashAttention-3's choice for head dim 128; 1-2% faster forwards
   // than 128 at 832x480 and 1344x768 on an H200) or 128.
   int kv_block = 176;
+  bool split_tail = true;       // split a sparse last wave's units (needs the workspace)
+  void* workspace = nullptr;    // device memory for the split units' partial results
+  size_t workspace_bytes = 0;
+  int sm_count = 0;             // 0: the current device's; tests set it to exercise the split anywhere
 };
 
-// The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176) and OROCHI_FLASH_PINGPONG (0 | 1)
-// for side-by-side timing; an invalid value is an error that names the variable.
+// The workspace a split last wave can need on a GPU with `sm_count` SMs (0: the current device's).
+Expected<size_t> flash_attention_workspace_bytes(int sm_count = 0);
+
+// The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176), OROCHI_FLASH_PINGPONG (0 | 1) and
+// OROCHI_FLASH_SPLIT_TAIL (0 | 1) for side-by-side timing; an invalid value is an error that names
+// the variable.
 Expected<FlashAttentionOptions> flash_attention_options_from_environment();
 
 Status flash_attention(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,

@@ -170,24 +170,41 @@ __device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, fl
   }
 }
 
-// One CTA per (128 query rows, head), blockIdx.x the query tile: the CTAs resident together work
-// on one head and share its K and V in L2. (A persistent variant, one CTA per SM walking the
-// tiles round-robin, measured 2% slower at 1344x768: without the hardware's dynamic block
+// Work unit u = 128 query rows of one head: head u / q_tiles, query tile u % q_tiles, so the CTAs
+// resident together work on one head and share its K and V in L2. A CTA covers one unit, or with
+// kv_splits > 1 one of that many slices of its key tiles, whose unnormalized output, row max and
+// row sum go to `partial` for combine_splits. (A persistent variant, one CTA per SM walking the
+// units round-robin, measured 2% slower at 1344x768: without the hardware's dynamic block
 // scheduling, the slowest SM sets the end.)
+struct KernelParams {
+  __nv_bfloat16* out;
+  float* partial;  // kv_splits > 1: kPartialFloats per CTA
+  int s_q, s_kv, heads, q_tiles;
+  int unit_begin, kv_splits;
+  float scale_log2;
+};
+constexpr int kPartialFloats = kBlockM * kHeadDim + 2 * kBlockM;  // O [128][128], then (max, sum) per row
+
 template <int kBlockN, bool kPingPong>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_attention_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
-                           const __grid_constant__ CUtensorMap tm_v, __nv_bfloat16* __restrict__ out, int s_q,
-                           int s_kv, int heads, float scale_log2) {
+                           const __grid_constant__ CUtensorMap tm_v, const KernelParams prm) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t raw_shared[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw_shared) + 1023) & ~uintptr_t{1023});
   using L = Layout<kBlockN>;
   Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
   const int warpgroup = threadIdx.x / 128;
-  const int head = blockIdx.y;
-  const int row0 = blockIdx.x * kBlockM;
-  const int tiles = (s_kv + kBlockN - 1) / kBlockN;
+  const int s_q = prm.s_q, s_kv = prm.s_kv, heads = prm.heads;
+  const float scale_log2 = prm.scale_log2;
+  const int unit = prm.unit_begin + static_cast<int>(blockIdx.x) / prm.kv_splits;
+  const int split = static_cast<int>(blockIdx.x) % prm.kv_splits;
+  const int head = unit / prm.q_tiles;
+  const int row0 = (unit % prm.q_tiles) * kBlockM;
+  const int all_tiles = (s_kv + kBlockN - 1) / kBlockN;
+  const int first_tile = split * all_tiles / prm.kv_splits;        // this CTA's key tiles:
+  const int tiles = (split + 1) * all_tiles / prm.kv_splits - first_tile;  // [first_tile, +tiles)
+  const bool ends_at_last = first_tile + tiles == all_tiles;        // holds the masked tile
 
   if (threadIdx.x == 0) {
     mbarrier_init(&bar.q_full, 1);
@@ -215,12 +232,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         uint8_t* v = smem + L::kV + s * L::kTileBytes;
         if (j >= kStages) mbarrier_wait(&bar.k_empty[s], parity ^ 1);
         mbarrier_arrive_expect_bytes(&bar.k_full[s], L::kTileBytes);
-        tma_load_3d(k, &tm_k, &bar.k_full[s], 0, head, j * kBlockN);
-        tma_load_3d(k + L::kHalfBytes, &tm_k, &bar.k_full[s], 64, head, j * kBlockN);
+        const int key_row = (first_tile + j) * kBlockN;
+        tma_load_3d(k, &tm_k, &bar.k_full[s], 0, head, key_row);
+        tma_load_3d(k + L::kHalfBytes, &tm_k, &bar.k_full[s], 64, head, key_row);
         if (j >= kStages) mbarrier_wait(&bar.v_empty[s], parity ^ 1);
         mbarrier_arrive_expect_bytes(&bar.v_full[s], L::kTileBytes);
-        tma_load_3d(v, &tm_v, &bar.v_full[s], 0, head, j * kBlockN);
-        tma_load_3d(v + L::kHalfBytes, &tm_v, &bar.v_full[s], 64, head, j * kBlockN);
+        tma_load_3d(v, &tm_v, &bar.v_full[s], 0, head, key_row);
+        tma_load_3d(v + L::kHalfBytes, &tm_v, &bar.v_full[s], 64, head, key_row);
       }
     }
     return;
@@ -234,7 +252,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t q_addr = smem_address(smem + L::kQ) + wg * 64 * 128;  // 64 rows of 128 bytes
   const uint32_t k_addr = smem_address(smem + L::kK), v_addr = smem_address(smem + L::kV);
   const int my_turn = 1 + wg, their_turn = 2 - wg;  // named barrier ids (0 is __syncthreads)
-  const int last_cols = s_kv - (tiles - 1) * kBlockN;
+  const int last_cols = s_kv - (all_tiles - 1) * kBlockN;  // valid columns of the final key tile
 
   float s_acc[kBlockN / 2], o_acc[64];
   uint32_t p[kBlockN / 4];
@@ -256,7 +274,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   wgmma_wait<0>();
   pin_registers(s_acc);
   if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
-  online_softmax<kBlockN>(s_acc, st, scale_log2, tiles == 1 ? last_cols : kBlockN, lane, f0, f1);
+  online_softmax<kBlockN>(s_acc, st, scale_log2, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0, f1);
   scores_to_operand<kBlockN>(s_acc, p);
 
   for (int j = 1; j < tiles; ++j) {
@@ -273,7 +291,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<1>();  // the scores of tile j are in
     pin_registers(s_acc);
     if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
-    online_softmax<kBlockN>(s_acc, st, scale_log2, j == tiles - 1 ? last_cols : kBlockN, lane, f0, f1);
+    online_softmax<kBlockN>(s_acc, st, scale_log2, j == tiles - 1 && ends_at_last ? last_cols : kBlockN, lane,
+                            f0, f1);
     wgmma_wait<0>();  // P(j-1) V(j-1) is in
     pin_registers(o_acc);
     pin_registers(p);
@@ -299,10 +318,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     sum0 += __shfl_xor_sync(0xffffffff, sum0, offset);
     sum1 += __shfl_xor_sync(0xffffffff, sum1, offset);
   }
+  const int local = wg * 64 + warp * 16 + (lane >> 2);  // this thread's rows: local, local + 8
+  if (prm.kv_splits > 1) {
+    float* part = prm.partial + static_cast<int64_t>(blockIdx.x) * kPartialFloats;
+    float* p0 = part + local * kHeadDim + 2 * (lane & 3);
+    float* p1 = p0 + 8 * kHeadDim;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      *reinterpret_cast<float2*>(p0 + 8 * i) = make_float2(o_acc[4 * i], o_acc[4 * i + 1]);
+      *reinterpret_cast<float2*>(p1 + 8 * i) = make_float2(o_acc[4 * i + 2], o_acc[4 * i + 3]);
+    }
+    if ((lane & 3) == 0) {
+      float* stats = part + kBlockM * kHeadDim;
+      *reinterpret_cast<float2*>(stats + 2 * local) = make_float2(st.max0, sum0);
+      *reinterpret_cast<float2*>(stats + 2 * (local + 8)) = make_float2(st.max1, sum1);
+    }
+    return;
+  }
   const float inv0 = 1.f / sum0, inv1 = 1.f / sum1;
-  const int r = row0 + wg * 64 + warp * 16 + (lane >> 2);
+  const int r = row0 + local;
   const int64_t row_stride = static_cast<int64_t>(heads) * kHeadDim;
-  __nv_bfloat16* o0 = out + static_cast<int64_t>(r) * row_stride + head * kHeadDim + 2 * (lane & 3);
+  __nv_bfloat16* o0 = prm.out + static_cast<int64_t>(r) * row_stride + head * kHeadDim + 2 * (lane & 3);
   __nv_bfloat16* o1 = o0 + 8 * row_stride;
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
@@ -313,6 +349,27 @@ __global__ void __launch_bounds__(kThreads, 1)
 #else
   __trap();  // built without sm_90a code: the host side never launches this
 #endif
+}
+
+// One block per (split unit, query row), one thread per head dim: the splits' outputs weighed by
+// exp2(their max - the overall max), over the same weighing of their sums.
+__global__ void combine_splits(KernelParams prm) {
+  const int t = blockIdx.x, row = blockIdx.y, d = threadIdx.x;
+  const int unit = prm.unit_begin + t;
+  const int head = unit / prm.q_tiles, r = (unit % prm.q_tiles) * kBlockM + row;
+  if (r >= prm.s_q) return;
+  const float* first = prm.partial + static_cast<int64_t>(t) * prm.kv_splits * kPartialFloats;
+  float overall = -INFINITY;
+  for (int s = 0; s < prm.kv_splits; ++s)
+    overall = fmaxf(overall, first[s * kPartialFloats + kBlockM * kHeadDim + 2 * row]);
+  float num = 0, den = 0;
+  for (int s = 0; s < prm.kv_splits; ++s) {
+    const float* part = first + s * kPartialFloats;
+    const float w = exp2_approx(part[kBlockM * kHeadDim + 2 * row] - overall);
+    num += w * part[row * kHeadDim + d];
+    den += w * part[kBlockM * kHeadDim + 2 * row + 1];
+  }
+  prm.out[static_cast<int64_t>(r) * prm.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(num / den);
 }
 
 template <int kBlockN, bool kPingPong>
@@ -330,16 +387,22 @@ cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
     if (e != cudaSuccess) return e;
     opted_in.fetch_or(bit);
   }
-  const dim3 grid((l.s_q + kBlockM - 1) / kBlockM, l.heads);
-  const float scale_log2 = static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)));
-  flash_attention_kernel<kBlockN, kPingPong><<<grid, kThreads, kSharedBytes, stream>>>(
-      l.q, l.k, l.v, static_cast<__nv_bfloat16*>(l.o), l.s_q, l.s_kv, l.heads, scale_log2);
+  KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
+                   (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.kv_splits,
+                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};
+  flash_attention_kernel<kBlockN, kPingPong><<<static_cast<unsigned>(l.units) * l.kv_splits, kThreads, kSharedBytes,
+                                               stream>>>(l.q, l.k, l.v, prm);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || l.kv_splits == 1) return e;
+  combine_splits<<<dim3(l.units, kBlockM), kHeadDim, 0, stream>>>(prm);
   return cudaGetLastError();
 }
 
 }  // namespace
 
+int flash_attention_partial_bytes() { return kPartialFloats * 4; }
+
 cudaError_t launch_flash_attention(const FlashAttentionLaunch& l, cudaStream_t stream) {
+  if (l.units <= 0 || l.kv_splits < 1 || (l.kv_splits > 1 && l.partial == nullptr)) return cudaErrorInvalidValue;
   if (l.kv_block == 176) return l.pingpong ? launch<176, true>(l, stream) : launch<176, false>(l, stream);
   if (l.kv_block == 128) return l.pingpong ? launch<128, true>(l, stream) : launch<128, false>(l, stream);
   return cudaErrorInvalidValue;

@@ -15,9 +15,18 @@ struct FlashAttentionLaunch {
   int s_q = 0, s_kv = 0, heads = 0;
   bool pingpong = true;  // the two consumer warpgroups take turns issuing their MMAs
   int kv_block = 128;    // key/value rows per tile: 128 or 176
+  // Work units (128 query rows of one head, numbered head-major) this launch covers.
+  int unit_begin = 0, units = 0;
+  // > 1: each unit's key tiles in that many slices, one CTA each, their partial results (in
+  // `partial`: units * kv_splits * flash_attention_partial_bytes()) combined by a second kernel.
+  int kv_splits = 1;
+  float* partial = nullptr;
 };
 
-// Non-causal softmax(q k^T / sqrt(128)) v; one CTA per (128 query rows, head).
+// Device bytes of one slice's partial result.
+int flash_attention_partial_bytes();
+
+// Non-causal softmax(q k^T / sqrt(128)) v over the launch's units.
 cudaError_t launch_flash_attention(const FlashAttentionLaunch& launch, cudaStream_t stream);
 
 }  // namespace orochi::cuda::sm90a

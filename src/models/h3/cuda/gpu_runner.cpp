@@ -78,6 +78,11 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   }
   OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, r->attention_->workspace_bytes(max.text_rows, d.heads, d.head_dim));
   attn_ws = std::max(attn_ws, attn_ws_text);
+  if (r->flash_attention_) {
+    // The flash kernel's split last wave shares the buffer: attention calls run one at a time.
+    OROCHI_ASSIGN_OR_RETURN(size_t flash_ws, cuda::flash_attention_workspace_bytes());
+    attn_ws = std::max(attn_ws, flash_ws);
+  }
   const TpShare share = tp_share(config, rank.tp_rank, rank.tp_size);
   OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share, streaming.streamed) + (1 << 20),
                                                                       "H3 weights"));
@@ -92,6 +97,8 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
                                                                        "H3 request"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, r->request_arena_->allocate(attn_ws));
   OROCHI_RETURN_IF_ERROR(r->attention_->set_external_workspace(ws, attn_ws));
+  r->flash_options_.workspace = ws;
+  r->flash_options_.workspace_bytes = attn_ws;
   OROCHI_ASSIGN_OR_RETURN(r->gemm_, cuda::GemmRunner::create(device));
   r->request_mark_ = r->request_arena_->mark();
   return r;
