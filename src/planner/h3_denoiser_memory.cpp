@@ -116,10 +116,13 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
       {state, "outputs f32 [Nv, 96] + [Na, 32]",
        buffer(Nv * c.video_patch_dim(), 4) + buffer(Na * c.audio_in_channels, 4)},
   };
-  // cuDNN SDPA forward: softmax statistics per head and row, f32 (estimate; the GPU asks cuDNN).
+  // One buffer for both attention kernels (they run one at a time): cuDNN SDPA's softmax
+  // statistics per head and row, f32 (estimate; the GPU asks cuDNN), or the flash kernel's split
+  // last wave, at most one 128 x 128 f32 partial output (+ row stats) per SM of a 132-SM Hopper.
   const int64_t heads = c.num_attention_heads / (tpn * spn);
+  constexpr uint64_t kFlashSplitBytes = 132 * (128 * 128 + 2 * 128) * 4;
   b.push_back({PoolKind::kScratch, "attention workspace (estimate)",
-               buffer(heads * std::max(s.rows, L) * 2, 4) + kArenaAlignment});
+               std::max(buffer(heads * std::max(s.rows, L) * 2, 4), kFlashSplitBytes) + kArenaAlignment});
   b.push_back({PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB});  // GemmRunner::kDefaultWorkspaceBytes
   if (tp) {
     // The all-reduce of o2 and of the FFN output runs in place; a second [S, H] buffer lets the
