@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/ops.h"
 #include "backends/cuda/attention_cudnn.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
@@ -80,6 +82,26 @@ inline Inputs make_inputs(const AttentionShape& s, uint64_t seed) {
   in.k = testing::random_normal({s.s_kv, s.heads, s.head_dim}, seed + 1, 1.5f).to(DType::kBF16).to(DType::kF32);
   in.v = testing::random_normal({s.s_kv, s.heads, s.head_dim}, seed + 2, 1.0f).to(DType::kBF16).to(DType::kF32);
   return in;
+}
+
+// Non-finite values in t: rows or heads a kernel left unwritten (NaN poison) or overflowed.
+inline int64_t count_nonfinite(const Tensor& t) {
+  const float* all = t.data<float>();
+  return std::count_if(all, all + t.numel(), [](float x) { return !std::isfinite(x); });
+}
+
+// The heads a CPU comparison covers: every one of few, a spread of many (the CPU reference is
+// O(S^2) per head).
+inline std::vector<int64_t> heads_to_check(int64_t heads) {
+  if (heads > 4) return {0, 1, heads / 2, heads - 1};
+  std::vector<int64_t> all;
+  for (int64_t h = 0; h < heads; ++h) all.push_back(h);
+  return all;
+}
+
+// cpu::attention of those heads of the inputs: [S_q, heads.size(), D].
+inline Tensor cpu_reference(const Inputs& in, const std::vector<int64_t>& heads) {
+  return cpu::attention(select_heads(in.q, heads), select_heads(in.k, heads), select_heads(in.v, heads));
 }
 
 // Fills a device bf16 buffer with normal noise without generating gigabytes on the host: one random
@@ -154,6 +176,34 @@ void for_each_timed_shape(std::initializer_list<TimedShape> shapes, Body body) {
     if (::testing::Test::HasFatalFailure()) break;
   }
   cudaStreamDestroy(stream);
+}
+
+// Times run() (which enqueues on `stream`): two untimed calls, then ten, each between events and
+// synchronized after. The median is the mean of the middle two.
+struct CallTimes {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+};
+inline Expected<CallTimes> time_calls(const std::function<Status()>& run, cudaStream_t stream) {
+  constexpr int kWarmup = 2, kRuns = 10;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+    return Status(ErrorCode::kIo, "cudaEventCreate failed");
+  std::vector<float> ms;
+  Status status;
+  for (int i = 0; i < kWarmup + kRuns && status.is_ok(); ++i) {
+    cudaEventRecord(start, stream);
+    status = run();
+    cudaEventRecord(stop, stream);
+    float t = 0;
+    if (status.is_ok() && (cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&t, start, stop) != cudaSuccess))
+      status = Status(ErrorCode::kIo, std::string("timing events failed: ") + cudaGetErrorString(cudaGetLastError()));
+    if (i >= kWarmup) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (!status.is_ok()) return status;
+  std::sort(ms.begin(), ms.end());
+  return CallTimes{0.5 * (ms[kRuns / 2 - 1] + ms[kRuns / 2]), ms.front(), ms.back()};
 }
 
 }  // namespace orochi::attention_test

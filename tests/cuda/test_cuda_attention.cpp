@@ -56,21 +56,9 @@ TEST_P(CudaAttentionVsCpu, MatchesCpuReference) {
   ASSERT_OK(attention.run(q->ptr, k->ptr, v->ptr, o.ptr, s, stream));
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   const Tensor gpu = download_f32(o, {s.s_q, s.heads, s.head_dim});  // [S_q, H, D]
-  const float* all = gpu.data<float>();
-  EXPECT_EQ(std::count_if(all, all + gpu.numel(), [](float x) { return !std::isfinite(x); }), 0)
-      << "rows or heads left unwritten (NaN poison) or overflowed";
-
-  // All heads for small cases; a spread of heads for 56 (the CPU reference is O(S^2) per head).
-  std::vector<int64_t> heads;
-  if (s.heads <= 4) {
-    for (int64_t h = 0; h < s.heads; ++h) heads.push_back(h);
-  } else {
-    heads = {0, 1, s.heads / 2, s.heads - 1};
-  }
-  const Tensor expected = cpu::attention(select_heads(in.q, heads), select_heads(in.k, heads),
-                                         select_heads(in.v, heads));
-  const Tensor actual = select_heads(gpu, heads);
-  const testing::Comparison c = testing::compare(actual, expected);
+  EXPECT_EQ(count_nonfinite(gpu), 0) << "rows or heads left unwritten (NaN poison) or overflowed";
+  const std::vector<int64_t> heads = heads_to_check(s.heads);
+  const testing::Comparison c = testing::compare(select_heads(gpu, heads), cpu_reference(in, heads));
   std::printf("%s: %s [%s]\n", s.to_string().c_str(), c.summary().c_str(), attention.describe(s).c_str());
   EXPECT_TRUE(c.same_nonfinite) << c.summary();
   EXPECT_LE(c.rel_l2, 1e-2) << c.summary();
@@ -222,13 +210,9 @@ TEST(CudaAttention, RunsWithAnExternalWorkspaceAndRefusesATooSmallOne) {
 
 // --- timing (informative only: prints, never fails on speed) -----------------------------------
 
-
 // Informative on speed (prints, never fails on it); the outputs are still spot-checked.
 TEST(CudaAttention, TimingInformative) {
   REQUIRE_GPU_ATTENTION();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ASSERT_CUDA(cudaEventCreate(&start));
-  ASSERT_CUDA(cudaEventCreate(&stop));
   // H3 at 832x480 and 1344x768 (56 heads); 32760 x 40 heads is the shape DEVICE.md measured PyTorch at.
   for_each_timed_shape({{15100, 56}, {37966, 56}, {32760, 40}}, [&](const TimedShape& c, cudaStream_t stream,
                                                                     DeviceBuffer& q, DeviceBuffer& k, DeviceBuffer& v,
@@ -244,30 +228,18 @@ TEST(CudaAttention, TimingInformative) {
                     static_cast<long>(c.heads), cuda::attention_implementation_name(impl), built.to_string().c_str());
         continue;
       }
-      for (int i = 0; i < 2; ++i) ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));  // warm-up
-      std::vector<float> ms;
-      for (int i = 0; i < 10; ++i) {
-        ASSERT_CUDA(cudaEventRecord(start, stream));
-        ASSERT_OK(attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream));
-        ASSERT_CUDA(cudaEventRecord(stop, stream));
-        ASSERT_CUDA(cudaEventSynchronize(stop));
-        float t = 0;
-        ASSERT_CUDA(cudaEventElapsedTime(&t, start, stop));
-        ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double median = 0.5 * (ms[4] + ms[5]);
+      Expected<CallTimes> t = time_calls([&] { return attention.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream); }, stream);
+      ASSERT_TRUE(t.has_value()) << t.status().to_string();
       std::printf("attention S=%ld heads=%ld D=128 %s: median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s [%s]\n",
                   static_cast<long>(c.S), static_cast<long>(c.heads), cuda::attention_implementation_name(impl),
-                  median, ms.front(), ms.back(), flop / (median * 1e-3) / 1e12, attention.describe(shape).c_str());
+                  t->median_ms, t->min_ms, t->max_ms, flop / (t->median_ms * 1e-3) / 1e12,
+                  attention.describe(shape).c_str());
       ASSERT_CUDA(cudaStreamSynchronize(stream));
       const double rel = spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, D);
       std::printf("  spot check of 10 (row, head) outputs: rel_l2=%.2e\n", rel);
       EXPECT_LE(rel, 1e-2);
     }
   });
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 // Every plan cuDNN's heuristics offer for H3's shapes (one GPU at 480p / 768p, and one SP2 rank's

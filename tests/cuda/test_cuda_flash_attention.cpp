@@ -64,18 +64,9 @@ TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
   ASSERT_OK(p.run(nullptr));
   ASSERT_CUDA(cudaDeviceSynchronize());
   const Tensor gpu = p.output();
-  const float* all = gpu.data<float>();
-  EXPECT_EQ(std::count_if(all, all + gpu.numel(), [](float x) { return !std::isfinite(x); }), 0)
-      << "rows or heads left unwritten (NaN poison) or overflowed";
-
-  std::vector<int64_t> heads;
-  if (s.heads <= 4) {
-    for (int64_t h = 0; h < s.heads; ++h) heads.push_back(h);
-  } else {
-    heads = {0, 1, s.heads / 2, s.heads - 1};
-  }
-  const Tensor expected = cpu::attention(select_heads(p.in.q, heads), select_heads(p.in.k, heads),
-                                         select_heads(p.in.v, heads));
+  EXPECT_EQ(count_nonfinite(gpu), 0) << "rows or heads left unwritten (NaN poison) or overflowed";
+  const std::vector<int64_t> heads = heads_to_check(s.heads);
+  const Tensor expected = cpu_reference(p.in, heads);
   const testing::Comparison c = testing::compare(select_heads(gpu, heads), expected);
   std::printf("%s vs CPU: %s\n", s.to_string().c_str(), c.summary().c_str());
   EXPECT_TRUE(c.same_nonfinite) << c.summary();
@@ -131,8 +122,7 @@ TEST(FlashAttention, SplitsASparseLastWave) {
   ASSERT_CUDA(cudaDeviceSynchronize());
   const Tensor whole = p.output();
   const std::vector<int64_t> heads = {0, 7};  // head 7 holds the last units
-  const Tensor expected =
-      cpu::attention(select_heads(p.in.q, heads), select_heads(p.in.k, heads), select_heads(p.in.v, heads));
+  const Tensor expected = cpu_reference(p.in, heads);
   for (int sms : {132, 100}) {
     Expected<size_t> bytes = cuda::flash_attention_workspace_bytes(sms);
     ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
@@ -205,9 +195,6 @@ TEST(FlashAttention, RefusesShapesItWasNotBuiltFor) {
 // Informative on speed (prints, never fails on it); the outputs are spot-checked in double.
 TEST(FlashAttention, TimingInformative) {
   REQUIRE_HOPPER();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ASSERT_CUDA(cudaEventCreate(&start));
-  ASSERT_CUDA(cudaEventCreate(&stop));
   // H3 at 832x480 and 1344x768 on one GPU, and one SP2 rank's 28 heads at 1344x768.
   for_each_timed_shape({{15100, 56}, {37966, 56}, {37966, 28}}, [&](const TimedShape& c, cudaStream_t stream,
                                                                     DeviceBuffer& q, DeviceBuffer& k, DeviceBuffer& v,
@@ -235,29 +222,16 @@ TEST(FlashAttention, TimingInformative) {
         if (cand.cudnn) return cudnn.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream);
         return cuda::flash_attention(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream, cand.flash);
       };
-      for (int i = 0; i < 2; ++i) ASSERT_OK(run());  // warm-up
-      std::vector<float> ms;
-      for (int i = 0; i < 10; ++i) {
-        ASSERT_CUDA(cudaEventRecord(start, stream));
-        ASSERT_OK(run());
-        ASSERT_CUDA(cudaEventRecord(stop, stream));
-        ASSERT_CUDA(cudaEventSynchronize(stop));
-        float t = 0;
-        ASSERT_CUDA(cudaEventElapsedTime(&t, start, stop));
-        ms.push_back(t);
-      }
-      std::sort(ms.begin(), ms.end());
-      const double median = 0.5 * (ms[4] + ms[5]);
+      Expected<CallTimes> t = time_calls(run, stream);
+      ASSERT_TRUE(t.has_value()) << cand.name << ": " << t.status().to_string();
       const double rel = spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, 128);
       std::printf("[flash-timing] S=%ld heads=%ld %-18s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s, "
                   "spot check rel_l2 %.2e\n",
-                  static_cast<long>(c.S), static_cast<long>(c.heads), cand.name, median, ms.front(), ms.back(),
-                  flop / (median * 1e-3) / 1e12, rel);
+                  static_cast<long>(c.S), static_cast<long>(c.heads), cand.name, t->median_ms, t->min_ms, t->max_ms,
+                  flop / (t->median_ms * 1e-3) / 1e12, rel);
       EXPECT_LE(rel, 1e-2) << cand.name;
     }
   });
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 }  // namespace
