@@ -25,6 +25,12 @@ Status H3GpuRunner::attend(const void* q, const void* k, const void* v, void* o,
   return attention_->run(q, k, v, o, shape, stream_);
 }
 
+std::string H3GpuRunner::attention_kernel() const {
+  const RankDims d = rank_dims(config_, max_, rank_);
+  const cuda::AttentionShape main{.s_q = max_.rows, .s_kv = max_.rows, .heads = d.attn_heads, .head_dim = d.head_dim};
+  return flash_attention_ && cuda::flash_attention_unsupported_reason(main).empty() ? "flash-sm90a" : "cudnn";
+}
+
 // Self-attention of `rows` rows of x into out [rows, H]. A transformer block (`main`) applies RoPE
 // and, with SP, attends over every rank's rows through the Ulysses exchange; the refiner attends
 // over its L text rows alone. With TP, out is summed over the group.

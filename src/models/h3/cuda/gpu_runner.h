@@ -97,6 +97,8 @@ class H3GpuRunner {
   size_t staging_bytes() const;    // the staging slots (0 when nothing streams)
   size_t tier_bytes() const;       // streamed weights held in the tier (host RAM or the peer GPU)
   const weights::StreamStats* stream_stats() const { return streamer_ ? &streamer_->stats() : nullptr; }
+  // Which kernel the transformer blocks' attention runs on: "flash-sm90a" or "cudnn".
+  std::string attention_kernel() const;
 
  private:
   H3GpuRunner() = default;
