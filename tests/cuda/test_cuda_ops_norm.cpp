@@ -1,6 +1,9 @@
 // CUDA norm ops vs the CPU ops (fp32 on the same bf16-rounded inputs) and vs a host emulation of
 // diffusers' bf16 rounding order: rms_norm, rms_norm_modulate, qk_norm_rope.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -153,6 +156,54 @@ TEST_F(CudaNorm, QkNormRopeMatchesCpu) {
     }
     check_case("qk_norm_rope", shape_to_string(shape) + " R=" + std::to_string(k.R), to_host_f32(dx, stream()), ref,
                kBf16Tol, &emulated, kMinEqual);
+    arena().reset(mark);
+  }
+}
+
+// The one-block-per-row kernel (OROCHI_QK_NORM_KERNEL=rows) against the one-warp-per-item one:
+// the same bits; and, informative, their times at H3's 832x480 q (15,100 rows x 56 heads).
+TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
+  struct Case { int64_t S, heads, R; };
+  for (const Case& k : {Case{7, 3, 96}, Case{33, 56, 96}, Case{5, 2, 0}, Case{6, 2, 128}, Case{301, 28, 128},
+                        Case{15100, 56, 128}}) {
+    const size_t mark = arena().mark();
+    const Shape shape{k.S, k.heads, 128};
+    const Tensor x = random_bf16_values(shape, 2.0f), w = random_bf16_values({128}, 0.3f, 1.0f);
+    const cpu::RopeTable table = k.R ? bf16_rope_table(k.S, k.R) : cpu::RopeTable{};
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kBF16, stream()));
+    Tensor dcos, dsin;
+    if (k.R) {
+      ASSERT_OK_AND_ASSIGN(dcos, cuda::upload(table.cos, arena(), DType::kBF16, stream()));
+      ASSERT_OK_AND_ASSIGN(dsin, cuda::upload(table.sin, arena(), DType::kBF16, stream()));
+    }
+    std::vector<Tensor> results;
+    for (const char* kernel : {"items", "rows"}) {
+      setenv("OROCHI_QK_NORM_KERNEL", kernel, 1);
+      ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
+      ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));
+      results.push_back(to_host_f32(dx, stream()));
+      if (k.S >= 10000) {  // timing: 2 warm-up, then 10 calls between events
+        cudaEvent_t start = nullptr, stop = nullptr;
+        ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+        ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+        for (int i = 0; i < 2; ++i) ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));
+        ASSERT_EQ(cudaEventRecord(start, stream()), cudaSuccess);
+        for (int i = 0; i < 10; ++i) ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));
+        ASSERT_EQ(cudaEventRecord(stop, stream()), cudaSuccess);
+        ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+        float ms = 0;
+        ASSERT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+        const double bytes = 2.0 * static_cast<double>(x.numel()) * 2;  // read and write x once
+        std::printf("[qk-norm-timing] %s kernel, %s R=%ld: %.3f ms per call = %.0f GB/s of x\n", kernel,
+                    shape_to_string(shape).c_str(), static_cast<long>(k.R), ms / 10, bytes / (ms / 10 * 1e-3) / 1e9);
+        cudaEventDestroy(start);
+        cudaEventDestroy(stop);
+      }
+    }
+    unsetenv("OROCHI_QK_NORM_KERNEL");
+    const float* a = results[0].data<float>();
+    const float* b = results[1].data<float>();
+    EXPECT_TRUE(std::equal(a, a + results[0].numel(), b)) << shape_to_string(shape) << " R=" << k.R;
     arena().reset(mark);
   }
 }

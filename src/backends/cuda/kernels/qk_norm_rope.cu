@@ -1,7 +1,11 @@
-// Per-head RMSNorm of q or k fused with rotate-half RoPE, in place. One warp per (row, head).
-// The general kernel walks the head element by element; H3's head_dim 128 gets a kernel where
+// Per-head RMSNorm of q or k fused with rotate-half RoPE, in place. One warp per head.
+// The general kernel walks the head element by element; H3's head_dim 128 gets kernels where
 // each lane owns 4 adjacent channels (one 8-byte access) and fetches its rotation partner's
-// channels from the lane half/4 away with a shuffle.
+// channels from the lane half/4 away with a shuffle: one warp per (row, head), or (experimental,
+// OROCHI_QK_NORM_KERNEL=rows) one block per row.
+#include <cstdlib>
+#include <string>
+
 #include "backends/cuda/kernels/device_helpers.cuh"
 #include "backends/cuda/kernels/kernels.h"
 
@@ -62,45 +66,87 @@ __device__ __forceinline__ void load4(const bf16* p, float (&v)[4]) {
 
 // D == 128, R % 8 == 0: lane l holds channels 4l..4l+3; channel i < R/2 pairs with i + R/2, which
 // lives in lane l + R/8 at the same position.
-__global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
-                                 float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R,
-                                 bool round_first) {
-  constexpr int D = 128;
-  const int lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (row >= rows) return;
-  bf16* xr = x + row * D + 4 * lane;
-  const int64_t s = row / heads;
+struct RopeLane {
+  int c0;              // first channel of the lane
+  bool first, second;  // rotates as the first / second half of a pair (neither: channels >= R)
+  int partner;         // the lane holding the other half
+};
+__device__ __forceinline__ RopeLane rope_lane(int lane, int R) {
+  const int c0 = 4 * lane, half = R / 2, lane_offset = half / 4;
+  const bool first = c0 < half, second = !first && c0 < R;
+  return {c0, first, second, first ? lane + lane_offset : (second ? lane - lane_offset : lane)};
+}
 
-  float v[4], wv[4];
+// One head of 128 channels at xr (already offset by the lane's c0), in place: the lane's part of
+// the RMSNorm with weights wv, then RoPE with its cos/sin channels cv, sv. The whole warp calls it.
+__device__ __forceinline__ void norm_rope_head_128(bf16* xr, const float (&wv)[4], const float (&cv)[4],
+                                                   const float (&sv)[4], const RopeLane& l, float eps,
+                                                   bool round_first) {
+  constexpr int D = 128;
+  float v[4];
   load4(xr, v);
-  load4(w + 4 * lane, wv);
   const float inv = rsqrtf(warp_sum(v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) / D + eps);
   float n[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) n[i] = norm_weight(v[i], inv, wv[i], round_first);
-
-  const int c0 = 4 * lane, half = R / 2, lane_offset = half / 4;
-  const bool first = c0 < half, second = !first && c0 < R;
-  const int partner = first ? lane + lane_offset : (second ? lane - lane_offset : lane);
   float other[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) other[i] = __shfl_sync(0xffffffffu, n[i], partner);
-
+  for (int i = 0; i < 4; ++i) other[i] = __shfl_sync(0xffffffffu, n[i], l.partner);
   float out[4] = {n[0], n[1], n[2], n[3]};
-  if (first || second) {
-    float cv[4], sv[4];
-    load4(cos + s * R + c0, cv);
-    load4(sin + s * R + c0, sv);
+  if (l.first || l.second) {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      out[i] = first ? rotate_first(n[i], other[i], cv[i], sv[i]) : rotate_second(n[i], other[i], cv[i], sv[i]);
+      out[i] = l.first ? rotate_first(n[i], other[i], cv[i], sv[i]) : rotate_second(n[i], other[i], cv[i], sv[i]);
   }
   uint2 raw;
   __nv_bfloat162* pairs = reinterpret_cast<__nv_bfloat162*>(&raw);
   pairs[0] = __floats2bfloat162_rn(out[0], out[1]);
   pairs[1] = __floats2bfloat162_rn(out[2], out[3]);
   *reinterpret_cast<uint2*>(xr) = raw;
+}
+
+// One warp per (row, head) item.
+__global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
+                                 float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R,
+                                 bool round_first) {
+  const int lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const RopeLane l = rope_lane(lane, R);
+  const int64_t s = row / heads;
+  float wv[4], cv[4] = {}, sv[4] = {};
+  load4(w + l.c0, wv);
+  if (l.first || l.second) {
+    load4(cos + s * R + l.c0, cv);
+    load4(sin + s * R + l.c0, sv);
+  }
+  norm_rope_head_128(x + row * 128 + l.c0, wv, cv, sv, l, eps, round_first);
+}
+
+// One block per sequence row: its warps take the row's heads in turn (w, w + 8, ...) and load
+// their lanes' weights and cos/sin channels once for all of them, where the kernel above reads
+// the tables again for every head (as many bytes as x itself). The same bits.
+__global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t heads, float eps,
+                                      const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R,
+                                      bool round_first) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t s = blockIdx.x;
+  const RopeLane l = rope_lane(lane, R);
+  float wv[4], cv[4] = {}, sv[4] = {};
+  load4(w + l.c0, wv);
+  if (l.first || l.second) {
+    load4(cos + s * R + l.c0, cv);
+    load4(sin + s * R + l.c0, sv);
+  }
+  for (int64_t h = warp; h < heads; h += kWarpsPerBlock)  // warp-uniform: the shuffles stay full-warp
+    norm_rope_head_128(x + (s * heads + h) * 128 + l.c0, wv, cv, sv, l, eps, round_first);
+}
+
+// OROCHI_QK_NORM_KERNEL=rows picks qk_norm_rope_rows_128, for timing it against the per-item
+// kernel (read at every launch, so a test can compare both in one process).
+bool rows_kernel_chosen() {
+  const char* e = std::getenv("OROCHI_QK_NORM_KERNEL");
+  return e != nullptr && std::string(e) == "rows";
 }
 
 bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
@@ -115,7 +161,10 @@ cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads
   if ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock > kMaxGridX) return cudaErrorInvalidConfiguration;
   const unsigned blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
-  if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned)
+  if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned && rows_kernel_chosen() && S <= kMaxGridX)
+    qk_norm_rope_rows_128<<<static_cast<unsigned>(S), 32 * kWarpsPerBlock, 0, stream>>>(
+        x, w, heads, eps, cos, sin, static_cast<int>(R), round_before_weight);
+  else if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned)
     qk_norm_rope_128<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, eps, cos, sin,
                                                                   static_cast<int>(R), round_before_weight);
   else
