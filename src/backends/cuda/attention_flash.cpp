@@ -1,65 +1,22 @@
 #include "backends/cuda/attention_flash.h"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
-#include <mutex>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/sm90a/flash_attention_launch.h"
+#include "backends/cuda/tensor_maps.h"
 
 namespace orochi::cuda {
 namespace {
 
 constexpr int64_t kHeadDim = 128;
 
-// cuTensorMapEncodeTiled from the driver, found once through the runtime (no link to libcuda).
-Expected<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static cudaError_t error = cudaSuccess;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    error = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
-    if (error == cudaSuccess && found == cudaDriverEntryPointSuccess) fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  });
-  if (fn == nullptr)
-    return Status(ErrorCode::kUnsupported, std::string("the CUDA driver offers no cuTensorMapEncodeTiled (") +
-                                               cudaGetErrorString(error) + "); update the NVIDIA driver to CUDA 12+");
-  return fn;
-}
-
-// [rows, heads, 128] bf16 as a 3-D tensor map whose box is 64 head dims x 1 head x box_rows rows,
-// stored with the 128-byte swizzle the kernel's wgmma descriptors expect.
-Expected<CUtensorMap> rows_heads_dims_map(const void* base, int64_t rows, int64_t heads, int box_rows) {
-  OROCHI_ASSIGN_OR_RETURN(PFN_cuTensorMapEncodeTiled_v12000 encode, tensor_map_encoder());
-  CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(kHeadDim), static_cast<cuuint64_t>(heads),
-                              static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(kHeadDim * 2), static_cast<cuuint64_t>(heads * kHeadDim * 2)};
-  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box,
-                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return Status(ErrorCode::kInvalidArgument, "flash attention: cuTensorMapEncodeTiled failed (CUresult " +
-                                                   std::to_string(static_cast<int>(r)) + ") for " +
-                                                   std::to_string(rows) + " rows x " + std::to_string(heads) + " heads");
-  return map;
-}
-
 Expected<int> multiprocessors(int override_count) {
   if (override_count > 0) return override_count;
-  int device = 0, count = 0;
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
+  return multiprocessor_count();
 }
 
 // How many of the last units to split, and into how many slices: only a last wave at most half
@@ -73,14 +30,6 @@ TailSplit plan_tail(int64_t units, int64_t key_tiles, int sms) {
   const int slices = static_cast<int>(std::min<int64_t>({16, sms / tail, key_tiles / 2}));
   if (slices < 2) return {};
   return {tail, slices};
-}
-
-bool device_is_hopper() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
-  return major == 9 && minor == 0;
 }
 
 }  // namespace
@@ -139,9 +88,9 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
     return Status(ErrorCode::kInvalidArgument,
                   "flash attention tiles keys by 128 or 176 rows, not " + std::to_string(options.kv_block));
   sm90a::FlashAttentionLaunch launch;
-  OROCHI_ASSIGN_OR_RETURN(launch.q, rows_heads_dims_map(q, shape.s_q, shape.heads, 128));
-  OROCHI_ASSIGN_OR_RETURN(launch.k, rows_heads_dims_map(k, shape.s_kv, shape.heads, options.kv_block));
-  OROCHI_ASSIGN_OR_RETURN(launch.v, rows_heads_dims_map(v, shape.s_kv, shape.heads, options.kv_block));
+  OROCHI_ASSIGN_OR_RETURN(launch.q, bf16_rows_heads_map(q, shape.s_q, shape.heads, 128));
+  OROCHI_ASSIGN_OR_RETURN(launch.k, bf16_rows_heads_map(k, shape.s_kv, shape.heads, options.kv_block));
+  OROCHI_ASSIGN_OR_RETURN(launch.v, bf16_rows_heads_map(v, shape.s_kv, shape.heads, options.kv_block));
   launch.kv_block = options.kv_block;
   launch.o = o;
   launch.s_q = static_cast<int>(shape.s_q);

@@ -73,6 +73,14 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
 Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out) {
   RequestBuffers& B = *buf_;
   const Tensor u = B.u.slice(0, 0, rows), g = B.g.slice(0, 0, rows);
+  const Tensor* bias = b.ff_in.bias.defined() ? &b.ff_in.bias : nullptr;
+  if (gemm_sm90a_ &&
+      cuda::gemm_sm90a_unsupported_reason(x, b.ff_in.weight, bias, g, cuda::GemmSm90aEpilogue::kSwiGLU).empty()) {
+    timer_.begin("gemm ffn in + swiglu");
+    OROCHI_RETURN_IF_ERROR(cuda::gemm_sm90a(x, b.ff_in.weight, bias, g, cuda::GemmSm90aEpilogue::kSwiGLU, stream_));
+    timer_.end();
+    return linear_reduced(b.ff_out, g, out, "gemm ffn out");
+  }
   timer_.begin("gemm ffn in");
   OROCHI_RETURN_IF_ERROR(linear(b.ff_in, x, u));  // [rows, 2F/tp]
   timer_.end();

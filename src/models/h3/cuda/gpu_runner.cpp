@@ -55,6 +55,11 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
     return invalid_argument("OROCHI_ATTENTION must be cudnn or flash, got '" + attention_choice + "'");
   r->flash_attention_ = attention_choice == "flash";
   OROCHI_ASSIGN_OR_RETURN(r->flash_options_, cuda::flash_attention_options_from_environment());
+  const char* gemm = std::getenv("OROCHI_GEMM");
+  const std::string gemm_choice = gemm != nullptr ? gemm : "cublas";
+  if (gemm_choice != "cublas" && gemm_choice != "sm90a")
+    return invalid_argument("OROCHI_GEMM must be cublas or sm90a, got '" + gemm_choice + "'");
+  r->gemm_sm90a_ = gemm_choice == "sm90a";
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   if (rank.world_size() > 1) {
@@ -185,7 +190,10 @@ Status H3GpuRunner::synchronize() {
 }
 
 Status H3GpuRunner::linear(const GpuLinear& l, const Tensor& x, const Tensor& y) {
-  return gemm_->linear(x, l.weight, l.bias.defined() ? &l.bias : nullptr, y, stream_);
+  const Tensor* bias = l.bias.defined() ? &l.bias : nullptr;
+  if (gemm_sm90a_ && cuda::gemm_sm90a_unsupported_reason(x, l.weight, bias, y, cuda::GemmSm90aEpilogue::kBias).empty())
+    return cuda::gemm_sm90a(x, l.weight, bias, y, cuda::GemmSm90aEpilogue::kBias, stream_);
+  return gemm_->linear(x, l.weight, bias, y, stream_);
 }
 
 Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {

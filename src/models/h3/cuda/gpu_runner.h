@@ -24,6 +24,7 @@
 
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/attention_flash.h"
+#include "backends/cuda/gemm_sm90a.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "dist/comm.h"
@@ -139,6 +140,9 @@ class H3GpuRunner {
   // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
   bool flash_attention_ = true;
   cuda::FlashAttentionOptions flash_options_;
+  // OROCHI_GEMM=sm90a (experimental): Orochi's own GEMM for the linears and the FFN's first linear
+  // fused with SwiGLU, where it takes the operands; cublas (the default): cuBLASLt everywhere.
+  bool gemm_sm90a_ = false;
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr, comm_stream_ = nullptr;

@@ -1,0 +1,87 @@
+#include "backends/cuda/tensor_maps.h"
+
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace orochi::cuda {
+namespace {
+
+// cuTensorMapEncodeTiled from the driver, found once through the runtime (no link to libcuda).
+Expected<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static cudaError_t error = cudaSuccess;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    error = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &found);
+    if (error == cudaSuccess && found == cudaDriverEntryPointSuccess) fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  });
+  if (fn == nullptr)
+    return Status(ErrorCode::kUnsupported, std::string("the CUDA driver offers no cuTensorMapEncodeTiled (") +
+                                               cudaGetErrorString(error) + "); update the NVIDIA driver to CUDA 12+");
+  return fn;
+}
+
+template <int kRank>
+Expected<CUtensorMap> encode(const void* base, const cuuint64_t (&dims)[kRank], const cuuint64_t (&strides)[kRank - 1],
+                             const cuuint32_t (&box)[kRank], const std::string& what) {
+  OROCHI_ASSIGN_OR_RETURN(PFN_cuTensorMapEncodeTiled_v12000 fn, tensor_map_encoder());
+  CUtensorMap map{};
+  cuuint32_t element_strides[kRank];
+  for (int i = 0; i < kRank; ++i) element_strides[i] = 1;
+  const CUresult r = fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, kRank, const_cast<void*>(base), dims, strides, box,
+                        element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status(ErrorCode::kInvalidArgument,
+                  "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) + ") for " + what);
+  return map;
+}
+
+}  // namespace
+
+Expected<CUtensorMap> bf16_rows_map(const void* base, int64_t rows, int64_t cols, int box_rows) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols * 2)};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  return encode<2>(base, dims, strides, box, std::to_string(rows) + " x " + std::to_string(cols) + " bf16");
+}
+
+Expected<CUtensorMap> bf16_rows_heads_map(const void* base, int64_t rows, int64_t heads, int box_rows) {
+  const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[2] = {128 * 2, static_cast<cuuint64_t>(heads * 128 * 2)};
+  const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_rows)};
+  return encode<3>(base, dims, strides, box,
+                   std::to_string(rows) + " rows x " + std::to_string(heads) + " heads x 128 bf16");
+}
+
+bool device_is_hopper() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
+  return major == 9 && minor == 0;
+}
+
+Expected<int> multiprocessor_count() {
+  static std::array<std::atomic<int>, 64> cached{};
+  int device = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::atomic<int>& slot = cached[static_cast<size_t>(device) & 63];
+  int count = slot.load();
+  if (count == 0) {
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    slot.store(count);
+  }
+  return count;
+}
+
+}  // namespace orochi::cuda

@@ -1,0 +1,25 @@
+// Host helpers of the sm_90a kernels: TMA descriptors (CUtensorMap) for bf16 row-major operands
+// with the 128-byte swizzle their wgmma descriptors expect, and the device checks they share.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace orochi::cuda {
+
+// [rows, cols] bf16, rows cols * 2 bytes apart (a multiple of 16): boxes of 64 columns x box_rows.
+Expected<CUtensorMap> bf16_rows_map(const void* base, int64_t rows, int64_t cols, int box_rows);
+
+// [rows, heads, 128] bf16: boxes of 64 head dims x 1 head x box_rows rows.
+Expected<CUtensorMap> bf16_rows_heads_map(const void* base, int64_t rows, int64_t heads, int box_rows);
+
+// Whether the current device is compute capability 9.0 (the sm_90a kernels' target).
+bool device_is_hopper();
+
+// The current device's SM count (cached per device).
+Expected<int> multiprocessor_count();
+
+}  // namespace orochi::cuda
