@@ -88,9 +88,9 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
     return Status(ErrorCode::kInvalidArgument,
                   "flash attention tiles keys by 128 or 176 rows, not " + std::to_string(options.kv_block));
   sm90a::FlashAttentionLaunch launch;
-  OROCHI_ASSIGN_OR_RETURN(launch.q, bf16_rows_heads_map(q, shape.s_q, shape.heads, 128));
-  OROCHI_ASSIGN_OR_RETURN(launch.k, bf16_rows_heads_map(k, shape.s_kv, shape.heads, options.kv_block));
-  OROCHI_ASSIGN_OR_RETURN(launch.v, bf16_rows_heads_map(v, shape.s_kv, shape.heads, options.kv_block));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.q, q, shape.s_q, shape.heads, 128));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.k, k, shape.s_kv, shape.heads, options.kv_block));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.v, v, shape.s_kv, shape.heads, options.kv_block));
   launch.kv_block = options.kv_block;
   launch.o = o;
   launch.s_q = static_cast<int>(shape.s_q);

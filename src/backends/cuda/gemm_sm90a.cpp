@@ -43,8 +43,8 @@ Status gemm_sm90a(const Tensor& x, const Tensor& w, const Tensor* bias, const Te
                                                ": " + why + "; use cuBLASLt (GemmRunner)");
   const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
   sm90a::GemmLaunch l;
-  OROCHI_ASSIGN_OR_RETURN(l.x, bf16_rows_map(x.raw_data(), M, K, 128));
-  OROCHI_ASSIGN_OR_RETURN(l.w, bf16_rows_map(w.raw_data(), N, K, 64));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_map(l.x, x.raw_data(), M, K, 128));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_map(l.w, w.raw_data(), N, K, 64));
   l.bias = bias != nullptr ? bias->raw_data() : nullptr;
   l.y = const_cast<void*>(y.raw_data());
   l.y_stride = y.strides()[0];

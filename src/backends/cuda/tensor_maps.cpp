@@ -31,10 +31,10 @@ Expected<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
 }
 
 template <int kRank>
-Expected<CUtensorMap> encode(const void* base, const cuuint64_t (&dims)[kRank], const cuuint64_t (&strides)[kRank - 1],
-                             const cuuint32_t (&box)[kRank], const std::string& what) {
+Status encode(CUtensorMap& map, const void* base, const cuuint64_t (&dims)[kRank],
+              const cuuint64_t (&strides)[kRank - 1], const cuuint32_t (&box)[kRank], const std::string& what) {
   OROCHI_ASSIGN_OR_RETURN(PFN_cuTensorMapEncodeTiled_v12000 fn, tensor_map_encoder());
-  CUtensorMap map{};
+  map = CUtensorMap{};
   cuuint32_t element_strides[kRank];
   for (int i = 0; i < kRank; ++i) element_strides[i] = 1;
   const CUresult r = fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, kRank, const_cast<void*>(base), dims, strides, box,
@@ -43,23 +43,23 @@ Expected<CUtensorMap> encode(const void* base, const cuuint64_t (&dims)[kRank], 
   if (r != CUDA_SUCCESS)
     return Status(ErrorCode::kInvalidArgument,
                   "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(r)) + ") for " + what);
-  return map;
+  return Status::ok();
 }
 
 }  // namespace
 
-Expected<CUtensorMap> bf16_rows_map(const void* base, int64_t rows, int64_t cols, int box_rows) {
+Status bf16_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t cols, int box_rows) {
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols * 2)};
   const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
-  return encode<2>(base, dims, strides, box, std::to_string(rows) + " x " + std::to_string(cols) + " bf16");
+  return encode<2>(map, base, dims, strides, box, std::to_string(rows) + " x " + std::to_string(cols) + " bf16");
 }
 
-Expected<CUtensorMap> bf16_rows_heads_map(const void* base, int64_t rows, int64_t heads, int box_rows) {
+Status bf16_rows_heads_map(CUtensorMap& map, const void* base, int64_t rows, int64_t heads, int box_rows) {
   const cuuint64_t dims[3] = {128, static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[2] = {128 * 2, static_cast<cuuint64_t>(heads * 128 * 2)};
   const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_rows)};
-  return encode<3>(base, dims, strides, box,
+  return encode<3>(map, base, dims, strides, box,
                    std::to_string(rows) + " rows x " + std::to_string(heads) + " heads x 128 bf16");
 }
 

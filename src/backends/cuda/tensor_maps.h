@@ -10,11 +10,13 @@
 
 namespace orochi::cuda {
 
+// The maps are written through a reference: CUtensorMap is 64-byte aligned, and passing it by
+// value (an Expected<CUtensorMap>) draws GCC's ABI note.
 // [rows, cols] bf16, rows cols * 2 bytes apart (a multiple of 16): boxes of 64 columns x box_rows.
-Expected<CUtensorMap> bf16_rows_map(const void* base, int64_t rows, int64_t cols, int box_rows);
+Status bf16_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t cols, int box_rows);
 
 // [rows, heads, 128] bf16: boxes of 64 head dims x 1 head x box_rows rows.
-Expected<CUtensorMap> bf16_rows_heads_map(const void* base, int64_t rows, int64_t heads, int box_rows);
+Status bf16_rows_heads_map(CUtensorMap& map, const void* base, int64_t rows, int64_t heads, int box_rows);
 
 // Whether the current device is compute capability 9.0 (the sm_90a kernels' target).
 bool device_is_hopper();
