@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/sm90a/flash_attention_launch.h"
 #include "backends/cuda/tensor_maps.h"
+#include "core/env.h"
 
 namespace orochi::cuda {
 namespace {
@@ -55,24 +55,12 @@ Expected<size_t> flash_attention_workspace_bytes(int sm_count) {
 
 Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
   FlashAttentionOptions o;
-  if (const char* e = std::getenv("OROCHI_FLASH_KV_BLOCK"); e != nullptr) {
-    const std::string v = e;
-    if (v != "128" && v != "176")
-      return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_KV_BLOCK must be 128 or 176, got '" + v + "'");
-    o.kv_block = std::stoi(v);
-  }
-  if (const char* e = std::getenv("OROCHI_FLASH_PINGPONG"); e != nullptr) {
-    const std::string v = e;
-    if (v != "0" && v != "1")
-      return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_PINGPONG must be 0 or 1, got '" + v + "'");
-    o.pingpong = v == "1";
-  }
-  if (const char* e = std::getenv("OROCHI_FLASH_SPLIT_TAIL"); e != nullptr) {
-    const std::string v = e;
-    if (v != "0" && v != "1")
-      return Status(ErrorCode::kInvalidArgument, "OROCHI_FLASH_SPLIT_TAIL must be 0 or 1, got '" + v + "'");
-    o.split_tail = v == "1";
-  }
+  OROCHI_ASSIGN_OR_RETURN(const std::string kv_block, env_choice("OROCHI_FLASH_KV_BLOCK", {"128", "176"}, "176"));
+  OROCHI_ASSIGN_OR_RETURN(const std::string pingpong, env_choice("OROCHI_FLASH_PINGPONG", {"0", "1"}, "1"));
+  OROCHI_ASSIGN_OR_RETURN(const std::string split, env_choice("OROCHI_FLASH_SPLIT_TAIL", {"0", "1"}, "1"));
+  o.kv_block = std::stoi(kv_block);
+  o.pingpong = pingpong == "1";
+  o.split_tail = split == "1";
   return o;
 }
 

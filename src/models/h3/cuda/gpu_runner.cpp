@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
+#include "core/env.h"
 
 namespace orochi::h3::gpu {
 namespace {
@@ -49,17 +50,11 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->device_ = device;
   const char* sp_attention = std::getenv("OROCHI_SP_ATTENTION");
   r->split_sp_attention_ = sp_attention != nullptr && std::string(sp_attention) == "split";
-  const char* attention = std::getenv("OROCHI_ATTENTION");
-  const std::string attention_choice = attention != nullptr ? attention : "flash";
-  if (attention_choice != "cudnn" && attention_choice != "flash")
-    return invalid_argument("OROCHI_ATTENTION must be cudnn or flash, got '" + attention_choice + "'");
-  r->flash_attention_ = attention_choice == "flash";
+  OROCHI_ASSIGN_OR_RETURN(const std::string attention, env_choice("OROCHI_ATTENTION", {"cudnn", "flash"}, "flash"));
+  r->flash_attention_ = attention == "flash";
   OROCHI_ASSIGN_OR_RETURN(r->flash_options_, cuda::flash_attention_options_from_environment());
-  const char* gemm = std::getenv("OROCHI_GEMM");
-  const std::string gemm_choice = gemm != nullptr ? gemm : "cublas";
-  if (gemm_choice != "cublas" && gemm_choice != "sm90a")
-    return invalid_argument("OROCHI_GEMM must be cublas or sm90a, got '" + gemm_choice + "'");
-  r->gemm_sm90a_ = gemm_choice == "sm90a";
+  OROCHI_ASSIGN_OR_RETURN(const std::string gemm, env_choice("OROCHI_GEMM", {"cublas", "sm90a"}, "cublas"));
+  r->gemm_sm90a_ = gemm == "sm90a";
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   if (rank.world_size() > 1) {
