@@ -11,11 +11,11 @@
 //     other does its softmax, so the tensor cores stay fed.
 #include <cuda_bf16.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 
 #include "backends/cuda/sm90a/flash_attention_launch.h"
+#include "backends/cuda/sm90a/launch_helpers.h"
 #include "backends/cuda/sm90a/wgmma.cuh"
 
 namespace orochi::cuda::sm90a {
@@ -375,18 +375,9 @@ __global__ void combine_splits(KernelParams prm) {
 template <int kBlockN, bool kPingPong>
 cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
   constexpr uint32_t kSharedBytes = Layout<kBlockN>::kSharedBytes;
-  // The shared-memory opt-in is per device: set once for each device this launches on.
-  static std::atomic<uint64_t> opted_in{0};
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if ((opted_in.load() & bit) == 0) {
-    const cudaError_t e = cudaFuncSetAttribute(flash_attention_kernel<kBlockN, kPingPong>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(kSharedBytes));
-    if (e != cudaSuccess) return e;
-    opted_in.fetch_or(bit);
-  }
+  if (cudaError_t e = opt_in_shared_memory<flash_attention_kernel<kBlockN, kPingPong>>(static_cast<int>(kSharedBytes));
+      e != cudaSuccess)
+    return e;
   KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
                    (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.kv_splits,
                    static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};

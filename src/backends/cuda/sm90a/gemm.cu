@@ -12,11 +12,11 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "backends/cuda/kernels/device_helpers.cuh"
 #include "backends/cuda/sm90a/gemm_launch.h"
+#include "backends/cuda/sm90a/launch_helpers.h"
 #include "backends/cuda/sm90a/wgmma.cuh"
 
 namespace orochi::cuda::sm90a {
@@ -63,8 +63,6 @@ __device__ __forceinline__ void w_rows(const Params& p, int n_block, int& lo, in
     hi = lo + 64;
   }
 }
-
-__device__ __forceinline__ float round_to_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_x, const __grid_constant__ CUtensorMap tm_w, const Params p) {
@@ -186,7 +184,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 v[e] += __bfloat162float(p.bias[col + e]);
                 g[e] += __bfloat162float(p.bias[I + col + e]);
               }
-              v[e] = round_to_bf16(v[e]) * round_to_bf16(kernels::silu_f32(round_to_bf16(g[e])));
+              v[e] = kernels::round_bf16(v[e]) * kernels::round_bf16(kernels::silu_f32(kernels::round_bf16(g[e])));
             }
             *reinterpret_cast<__nv_bfloat162*>(yr + col) = __floats2bfloat162_rn(v[0], v[1]);
           }
@@ -203,16 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 cudaError_t launch_gemm(const GemmLaunch& l, cudaStream_t stream) {
   if (l.M <= 0 || l.N <= 0 || l.K <= 0 || l.sm_count <= 0 || l.y == nullptr) return cudaErrorInvalidValue;
-  static std::atomic<uint64_t> opted_in{0};
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if ((opted_in.load() & bit) == 0) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes));
-    if (e != cudaSuccess) return e;
-    opted_in.fetch_or(bit);
-  }
+  if (cudaError_t e = opt_in_shared_memory<gemm_kernel>(static_cast<int>(kSharedBytes)); e != cudaSuccess) return e;
   const bool swiglu = l.epilogue == GemmEpilogue::kSwiGLU;
   Params p{static_cast<__nv_bfloat16*>(l.y), static_cast<const __nv_bfloat16*>(l.bias), l.y_stride, l.M, l.N, l.K,
            (l.M + kBM - 1) / kBM, swiglu ? (l.N / 2 + 63) / 64 : (l.N + kBN - 1) / kBN, swiglu};
