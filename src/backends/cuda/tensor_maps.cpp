@@ -46,6 +46,20 @@ Status encode(CUtensorMap& map, const void* base, const cuuint64_t (&dims)[kRank
   return Status::ok();
 }
 
+// A device attribute of the current device, read once per device (the sm_90a launchers ask on
+// every call).
+Expected<int> cached_attribute(cudaDeviceAttr attribute, std::array<std::atomic<int>, 64>& cache) {
+  int device = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::atomic<int>& slot = cache[static_cast<size_t>(device) & 63];
+  const int stored = slot.load();  // the value + 1, so that 0 means "not read yet"
+  if (stored != 0) return stored - 1;
+  int value = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&value, attribute, device));
+  slot.store(value + 1);
+  return value;
+}
+
 }  // namespace
 
 Status bf16_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t cols, int box_rows) {
@@ -64,24 +78,15 @@ Status bf16_rows_heads_map(CUtensorMap& map, const void* base, int64_t rows, int
 }
 
 bool device_is_hopper() {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) return false;
-  return major == 9 && minor == 0;
+  static std::array<std::atomic<int>, 64> major_cache{}, minor_cache{};
+  const Expected<int> major = cached_attribute(cudaDevAttrComputeCapabilityMajor, major_cache);
+  const Expected<int> minor = cached_attribute(cudaDevAttrComputeCapabilityMinor, minor_cache);
+  return major.has_value() && minor.has_value() && *major == 9 && *minor == 0;
 }
 
 Expected<int> multiprocessor_count() {
-  static std::array<std::atomic<int>, 64> cached{};
-  int device = 0;
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  std::atomic<int>& slot = cached[static_cast<size_t>(device) & 63];
-  int count = slot.load();
-  if (count == 0) {
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    slot.store(count);
-  }
-  return count;
+  static std::array<std::atomic<int>, 64> cache{};
+  return cached_attribute(cudaDevAttrMultiProcessorCount, cache);
 }
 
 }  // namespace orochi::cuda

@@ -18,7 +18,8 @@ Status bf16_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t c
 // [rows, heads, 128] bf16: boxes of 64 head dims x 1 head x box_rows rows.
 Status bf16_rows_heads_map(CUtensorMap& map, const void* base, int64_t rows, int64_t heads, int box_rows);
 
-// Whether the current device is compute capability 9.0 (the sm_90a kernels' target).
+// Whether the current device is compute capability 9.0 (the sm_90a kernels' target); read once per
+// device, like the SM count: the launchers ask on every call.
 bool device_is_hopper();
 
 // The current device's SM count (cached per device).
