@@ -105,6 +105,18 @@ __device__ __forceinline__ void norm_rope_head_128(bf16* xr, const float (&wv)[4
   *reinterpret_cast<uint2*>(xr) = raw;
 }
 
+// The lane's weight channels, and its cos/sin channels of sequence position s (zeros when it
+// does not rotate): what both kernels below load before norm_rope_head_128.
+__device__ __forceinline__ void load_lane_tables(const bf16* w, const bf16* cos, const bf16* sin, int64_t s, int R,
+                                                 const RopeLane& l, float (&wv)[4], float (&cv)[4], float (&sv)[4]) {
+  load4(w + l.c0, wv);
+  for (int i = 0; i < 4; ++i) cv[i] = sv[i] = 0.0f;
+  if (l.first || l.second) {
+    load4(cos + s * R + l.c0, cv);
+    load4(sin + s * R + l.c0, sv);
+  }
+}
+
 // One warp per (row, head) item.
 __global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t rows, int64_t heads,
                                  float eps, const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R,
@@ -113,13 +125,8 @@ __global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ 
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
   const RopeLane l = rope_lane(lane, R);
-  const int64_t s = row / heads;
-  float wv[4], cv[4] = {}, sv[4] = {};
-  load4(w + l.c0, wv);
-  if (l.first || l.second) {
-    load4(cos + s * R + l.c0, cv);
-    load4(sin + s * R + l.c0, sv);
-  }
+  float wv[4], cv[4], sv[4];
+  load_lane_tables(w, cos, sin, row / heads, R, l, wv, cv, sv);
   norm_rope_head_128(x + row * 128 + l.c0, wv, cv, sv, l, eps, round_first);
 }
 
@@ -132,12 +139,8 @@ __global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restri
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t s = blockIdx.x;
   const RopeLane l = rope_lane(lane, R);
-  float wv[4], cv[4] = {}, sv[4] = {};
-  load4(w + l.c0, wv);
-  if (l.first || l.second) {
-    load4(cos + s * R + l.c0, cv);
-    load4(sin + s * R + l.c0, sv);
-  }
+  float wv[4], cv[4], sv[4];
+  load_lane_tables(w, cos, sin, s, R, l, wv, cv, sv);
   for (int64_t h = warp; h < heads; h += kWarpsPerBlock)  // warp-uniform: the shuffles stay full-warp
     norm_rope_head_128(x + (s * heads + h) * 128 + l.c0, wv, cv, sv, l, eps, round_first);
 }
@@ -161,10 +164,11 @@ cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads
   if ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock > kMaxGridX) return cudaErrorInvalidConfiguration;
   const unsigned blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
-  if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned && rows_kernel_chosen() && S <= kMaxGridX)
+  const bool lanes_of_4 = D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned;
+  if (lanes_of_4 && rows_kernel_chosen() && S <= kMaxGridX)
     qk_norm_rope_rows_128<<<static_cast<unsigned>(S), 32 * kWarpsPerBlock, 0, stream>>>(
         x, w, heads, eps, cos, sin, static_cast<int>(R), round_before_weight);
-  else if (D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned)
+  else if (lanes_of_4)
     qk_norm_rope_128<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, eps, cos, sin,
                                                                   static_cast<int>(R), round_before_weight);
   else
