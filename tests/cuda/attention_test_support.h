@@ -16,6 +16,7 @@
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/attention_cudnn.h"
+#include "cuda/call_timing.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "support/random.h"
@@ -23,6 +24,8 @@
 namespace orochi::attention_test {
 
 using cuda::AttentionShape;
+using cuda_timing::CallTimes;
+using cuda_timing::time_calls;
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define ASSERT_OK(expr)                          \
@@ -176,34 +179,6 @@ void for_each_timed_shape(std::initializer_list<TimedShape> shapes, Body body) {
     if (::testing::Test::HasFatalFailure()) break;
   }
   cudaStreamDestroy(stream);
-}
-
-// Times run() (which enqueues on `stream`): two untimed calls, then ten, each between events and
-// synchronized after. The median is the mean of the middle two.
-struct CallTimes {
-  double median_ms = 0, min_ms = 0, max_ms = 0;
-};
-inline Expected<CallTimes> time_calls(const std::function<Status()>& run, cudaStream_t stream) {
-  constexpr int kWarmup = 2, kRuns = 10;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
-    return Status(ErrorCode::kIo, "cudaEventCreate failed");
-  std::vector<float> ms;
-  Status status;
-  for (int i = 0; i < kWarmup + kRuns && status.is_ok(); ++i) {
-    cudaEventRecord(start, stream);
-    status = run();
-    cudaEventRecord(stop, stream);
-    float t = 0;
-    if (status.is_ok() && (cudaEventSynchronize(stop) != cudaSuccess || cudaEventElapsedTime(&t, start, stop) != cudaSuccess))
-      status = Status(ErrorCode::kIo, std::string("timing events failed: ") + cudaGetErrorString(cudaGetLastError()));
-    if (i >= kWarmup) ms.push_back(t);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  if (!status.is_ok()) return status;
-  std::sort(ms.begin(), ms.end());
-  return CallTimes{0.5 * (ms[kRuns / 2 - 1] + ms[kRuns / 2]), ms.front(), ms.back()};
 }
 
 }  // namespace orochi::attention_test

@@ -13,6 +13,7 @@
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/cuda/ops.h"
 #include "backends/cuda/random_fill.h"
+#include "cuda/call_timing.h"
 #include "test_cuda_ops_support.h"
 
 namespace orochi {
@@ -99,22 +100,9 @@ TEST_F(CudaGemmSm90a, RefusesOperandsItWasNotBuiltFor) {
 // the FFN's first linear + SwiGLU fused vs cuBLASLt then the swiglu kernel.
 TEST_F(CudaGemmSm90a, H3ShapesTimingInformative) {
   const int64_t M = 15100;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
-  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
   auto median_ms = [&](const std::function<Status()>& run) -> double {
-    std::vector<float> ms;
-    for (int i = 0; i < 9; ++i) {
-      cudaEventRecord(start, stream());
-      if (!run().is_ok()) return -1;
-      cudaEventRecord(stop, stream());
-      cudaEventSynchronize(stop);
-      float t = 0;
-      cudaEventElapsedTime(&t, start, stop);
-      if (i >= 2) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    const Expected<cuda_timing::CallTimes> t = cuda_timing::time_calls(run, stream());
+    return t.has_value() ? t->median_ms : -1;
   };
   struct Layer { const char* name; int64_t K, N; };
   for (const Layer& l : {Layer{"q/k/v", 5376, 7168}, Layer{"out", 7168, 5376}, Layer{"ffn in", 5376, 28672},
@@ -147,8 +135,6 @@ TEST_F(CudaGemmSm90a, H3ShapesTimingInformative) {
     }
     arena().reset(mark);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 }  // namespace
