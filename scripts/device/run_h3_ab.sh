@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the device machine, in one call: the GPU tests of the experimental kernels (the sm_90a GEMM,
-# the one-block-per-row q/k norm), then `orochi bench dit` with each switched on beside the
+# On the device machine, in one call: the GPU tests of the switchable kernels (the experimental
+# sm_90a GEMM, the two q/k norm kernels), then `orochi bench dit` with each switch beside the
 # default, same GPU, same call: one line per variant.
 # Usage (device run, carry .pack after unpacking gpu-dist): bash scripts/device/run_h3_ab.sh [480p 768p]
 set -uo pipefail
@@ -18,7 +18,7 @@ for t in test_cuda_gemm_sm90a test_cuda_ops_norm; do
 done
 
 for res in "${resolutions[@]}"; do
-  for variant in default OROCHI_QK_NORM_KERNEL=rows OROCHI_GEMM=sm90a "OROCHI_GEMM=sm90a OROCHI_QK_NORM_KERNEL=rows"; do
+  for variant in default OROCHI_QK_NORM_KERNEL=items OROCHI_GEMM=sm90a; do
     env_args=()
     [ "$variant" != default ] && read -r -a env_args <<< "$variant"
     env "${env_args[@]}" timeout 300 gpu-dist/orochi bench dit --res "$res" --warmup "${WARMUP:-2}" --iters "${ITERS:-5}" \

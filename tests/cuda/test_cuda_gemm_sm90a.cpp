@@ -28,9 +28,10 @@ class CudaGemmSm90a : public GpuTest {
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    Expected<Tensor> probe = arena().tensor({128, 64}, DType::kBF16);
-    ASSERT_TRUE(probe.has_value());
-    const std::string why = cuda::gemm_sm90a_unsupported_reason(*probe, *probe, nullptr, *probe, GemmSm90aEpilogue::kBias);
+    // x [128, 64] times w [128, 64] into y [128, 128]: refused only for the GPU.
+    Expected<Tensor> x = arena().tensor({128, 64}, DType::kBF16), y = arena().tensor({128, 128}, DType::kBF16);
+    ASSERT_TRUE(x.has_value() && y.has_value());
+    const std::string why = cuda::gemm_sm90a_unsupported_reason(*x, *x, nullptr, *y, GemmSm90aEpilogue::kBias);
     if (!why.empty()) GTEST_SKIP() << why;
     auto runner = cuda::GemmRunner::create(0);
     ASSERT_TRUE(runner.has_value()) << runner.status().to_string();

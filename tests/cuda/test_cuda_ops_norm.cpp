@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -101,6 +103,47 @@ TEST_F(CudaNorm, RmsNormModulateMatchesCpu) {
   }
 }
 
+// The fused residual + pre-norm against its two ops (gated_residual, then rms_norm_modulate): the
+// same bits for the updated state and the norm output, on the vector path (rows within and beyond
+// the register-cached width) and the scalar path; and both against the CPU ops.
+TEST_F(CudaNorm, GatedResidualRmsNormModulateGivesTheTwoOpsBits) {
+  struct Case { int64_t S, C, R; };
+  for (const Case& k : {Case{1, 8, 1}, Case{5, 13, 3}, Case{37, 5376, 9}, Case{300, 5376, 3}, Case{3, 7168, 2},
+                        Case{2, 14336, 4}}) {
+    const size_t mark = arena().mark();
+    Tensor h = random_bf16_values({k.S, k.C}, 4.0f), y = random_bf16_values({k.S, k.C}),
+           w = random_bf16_values({k.C}, 0.3f, 1.0f), table = random_bf16_values({k.R, 6 * k.C}, 0.5f);
+    Tensor idx = testing::random_indices(k.S, k.R, next_stream());
+    ASSERT_OK_AND_ASSIGN(Tensor fused_h, cuda::upload(h, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor two_ops_h, cuda::upload(h, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, cuda::upload(y, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dtable, cuda::upload(table, arena(), DType::kBF16, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor didx, cuda::upload(idx, arena(), DType::kI64, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor fused_out, arena().tensor({k.S, k.C}, DType::kBF16));
+    ASSERT_OK_AND_ASSIGN(Tensor two_ops_out, arena().tensor({k.S, k.C}, DType::kBF16));
+    ASSERT_STATUS_OK(poison(fused_out, stream()));
+    // The block's second half: gate_msa (chunk 2), then shift_mlp / scale_mlp (chunks 3, 4).
+    const auto chunk = [&](const Tensor& t, int i) { return t.slice(1, i * k.C, (i + 1) * k.C); };
+    ASSERT_STATUS_OK(cuda::gated_residual_rms_norm_modulate(fused_h, chunk(dtable, 2), dy, dw, kEps, chunk(dtable, 3),
+                                                            chunk(dtable, 4), didx, fused_out, stream()));
+    ASSERT_STATUS_OK(cuda::gated_residual(two_ops_h, chunk(dtable, 2), didx, dy, stream()));
+    ASSERT_STATUS_OK(cuda::rms_norm_modulate(two_ops_h, dw, kEps, chunk(dtable, 3), chunk(dtable, 4), didx,
+                                             two_ops_out, stream()));
+    const std::string name = "[" + std::to_string(k.S) + ", " + std::to_string(k.C) + "] R=" + std::to_string(k.R);
+    for (const auto& [a, b] : {std::pair{fused_h, two_ops_h}, std::pair{fused_out, two_ops_out}}) {
+      const Tensor ha = to_host_f32(a, stream()), hb = to_host_f32(b, stream());
+      EXPECT_TRUE(std::equal(ha.data<float>(), ha.data<float>() + ha.numel(), hb.data<float>())) << name;
+    }
+    Tensor ref_h = h.clone();
+    cpu::gated_residual(ref_h, chunk(table, 2), idx, y);
+    const Tensor ref_out = cpu::modulate(cpu::rms_norm(rounded(ref_h), w, kEps), chunk(table, 3), chunk(table, 4), idx);
+    check_case("gated_residual_rms_norm_modulate h", name, to_host_f32(fused_h, stream()), ref_h, kBf16Tol);
+    check_case("gated_residual_rms_norm_modulate out", name, to_host_f32(fused_out, stream()), ref_out, kBf16Tol);
+    arena().reset(mark);
+  }
+}
+
 // bf16 cos/sin [S, R]: the real H3 table (R = 96 from 3 x 16 frequencies) or random angles.
 cpu::RopeTable bf16_rope_table(int64_t S, int64_t R) {
   cpu::RopeTable t;
@@ -160,7 +203,7 @@ TEST_F(CudaNorm, QkNormRopeMatchesCpu) {
   }
 }
 
-// The one-block-per-row kernel (OROCHI_QK_NORM_KERNEL=rows) against the one-warp-per-item one:
+// The one-block-per-row kernel (the default) against the one-warp-per-item one (OROCHI_QK_NORM_KERNEL=items):
 // the same bits; and, informative, their times at H3's 832x480 q (15,100 rows x 56 heads).
 TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
   struct Case { int64_t S, heads, R; };

@@ -1,8 +1,8 @@
 // Per-head RMSNorm of q or k fused with rotate-half RoPE, in place. One warp per head.
 // The general kernel walks the head element by element; H3's head_dim 128 gets kernels where
 // each lane owns 4 adjacent channels (one 8-byte access) and fetches its rotation partner's
-// channels from the lane half/4 away with a shuffle: one warp per (row, head), or (experimental,
-// OROCHI_QK_NORM_KERNEL=rows) one block per row.
+// channels from the lane half/4 away with a shuffle: one block per sequence row (the default), or
+// one warp per (row, head) (OROCHI_QK_NORM_KERNEL=items, or rows beyond the grid's x limit).
 #include <cstdlib>
 #include <string>
 
@@ -145,11 +145,12 @@ __global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restri
     norm_rope_head_128(x + (s * heads + h) * 128 + l.c0, wv, cv, sv, l, eps, round_first);
 }
 
-// OROCHI_QK_NORM_KERNEL=rows picks qk_norm_rope_rows_128, for timing it against the per-item
-// kernel (read at every launch, so a test can compare both in one process).
+// qk_norm_rope_rows_128 unless OROCHI_QK_NORM_KERNEL=items asks for the per-item kernel, for
+// timing both (read at every launch, so a test can compare them in one process). The rows kernel
+// took 0.152 ms where the per-item one took 0.203 at H3's 480p q (H200, bench/RESULTS.md).
 bool rows_kernel_chosen() {
   const char* e = std::getenv("OROCHI_QK_NORM_KERNEL");
-  return e != nullptr && std::string(e) == "rows";
+  return e == nullptr || std::string(e) != "items";
 }
 
 bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
