@@ -34,6 +34,13 @@ Status rms_norm_modulate(const Tensor& x, const Tensor& weight, float eps, const
 Expected<Tensor> rms_norm_modulate(const Tensor& x, const Tensor& weight, float eps, const Tensor& shift,
                                    const Tensor& scale, const Tensor& idx, DeviceArena& arena, cudaStream_t stream);
 
+// gated_residual(h, gate, idx, y) then rms_norm_modulate(h, ...) into out, in one kernel with the
+// same bits (the block's residual after attention and the pre-norm of its FFN). h, y, out [S, C];
+// gate, shift, scale row-strided [R, C]; idx [S] in [0, R) for all three.
+Status gated_residual_rms_norm_modulate(const Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& weight,
+                                        float eps, const Tensor& shift, const Tensor& scale, const Tensor& idx,
+                                        const Tensor& out, cudaStream_t stream);
+
 // In place on q or k [S, heads, D]: per-head RMSNorm (weight [D]), then rotate-half RoPE over the
 // first R channels with bf16 cos/sin [S, R] (cast the fp32 RoPE table to bf16 first, as diffusers
 // does). Pass undefined cos/sin for the norm alone (the token refiner).

@@ -4,6 +4,8 @@
 #include "backends/cuda/op_checks.h"
 #include "backends/cuda/ops.h"
 
+#include <string>
+
 namespace orochi::cuda {
 
 using detail::bf16_data;
@@ -21,29 +23,60 @@ Status rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& 
       "rms_norm kernel");
 }
 
-Status rms_norm_modulate(const Tensor& x, const Tensor& weight, float eps, const Tensor& shift, const Tensor& scale,
-                         const Tensor& idx, const Tensor& out, cudaStream_t stream) {
-  detail::require_cuda(x, DType::kBF16, "rms_norm_modulate input");
-  OROCHI_CHECK(x.ndim() == 2, "rms_norm_modulate input must be [S, C], got ", x.describe());
+namespace {
+
+// The checked operands of rms_norm_modulate (`what` names the op in messages): the modulation
+// rows for x [S, C].
+kernels::ModulationRows checked_modulation(const Tensor& x, const Tensor& weight, const Tensor& shift,
+                                           const Tensor& scale, const Tensor& idx, const Tensor& out,
+                                           const std::string& what) {
+  detail::require_cuda(x, DType::kBF16, (what + " input").c_str());
+  OROCHI_CHECK(x.ndim() == 2, what, " input must be [S, C], got ", x.describe());
   const int64_t S = x.dim(0), C = x.dim(1);
-  detail::require_cuda(weight, DType::kBF16, "rms_norm_modulate weight");
-  detail::require_cuda(out, DType::kBF16, "rms_norm_modulate output");
-  OROCHI_CHECK(weight.numel() == C && out.shape() == x.shape(), "rms_norm_modulate: input ", x.describe(),
-               ", weight ", weight.describe(), ", output ", out.describe());
-  detail::require_row_strided(shift, C, DType::kBF16, "rms_norm_modulate shift");
-  detail::require_row_strided(scale, C, DType::kBF16, "rms_norm_modulate scale");
-  OROCHI_CHECK(shift.dim(0) == scale.dim(0), "rms_norm_modulate: shift ", shift.describe(), " and scale ",
-               scale.describe(), " differ in rows");
+  detail::require_cuda(weight, DType::kBF16, (what + " weight").c_str());
+  detail::require_cuda(out, DType::kBF16, (what + " output").c_str());
+  OROCHI_CHECK(weight.numel() == C && out.shape() == x.shape(), what, ": input ", x.describe(), ", weight ",
+               weight.describe(), ", output ", out.describe());
+  detail::require_row_strided(shift, C, DType::kBF16, (what + " shift").c_str());
+  detail::require_row_strided(scale, C, DType::kBF16, (what + " scale").c_str());
+  OROCHI_CHECK(shift.dim(0) == scale.dim(0), what, ": shift ", shift.describe(), " and scale ", scale.describe(),
+               " differ in rows");
   kernels::ModulationRows mod;
-  mod.idx = detail::require_indices(idx, S, "rms_norm_modulate index");
+  mod.idx = detail::require_indices(idx, S, (what + " index").c_str());
   mod.shift = bf16_data(shift);
   mod.shift_stride = shift.strides()[0];
   mod.scale = bf16_data(scale);
   mod.scale_stride = scale.strides()[0];
-  detail::require_same_device(x, out, "rms_norm_modulate");
+  detail::require_same_device(x, out, what.c_str());
+  return mod;
+}
+
+}  // namespace
+
+Status rms_norm_modulate(const Tensor& x, const Tensor& weight, float eps, const Tensor& shift, const Tensor& scale,
+                         const Tensor& idx, const Tensor& out, cudaStream_t stream) {
+  const kernels::ModulationRows mod = checked_modulation(x, weight, shift, scale, idx, out, "rms_norm_modulate");
+  return detail::launch_status(kernels::launch_rms_norm(bf16_data(x), bf16_data(weight), bf16_data(out), x.dim(0),
+                                                        x.dim(1), eps, &mod, stream),
+                               "rms_norm_modulate kernel");
+}
+
+Status gated_residual_rms_norm_modulate(const Tensor& h, const Tensor& gate, const Tensor& y, const Tensor& weight,
+                                        float eps, const Tensor& shift, const Tensor& scale, const Tensor& idx,
+                                        const Tensor& out, cudaStream_t stream) {
+  const std::string what = "gated_residual_rms_norm_modulate";
+  const kernels::ModulationRows mod = checked_modulation(h, weight, shift, scale, idx, out, what);
+  const int64_t S = h.dim(0), C = h.dim(1);
+  detail::require_cuda(y, DType::kBF16, (what + " update").c_str());
+  OROCHI_CHECK(y.shape() == h.shape(), what, ": state ", h.describe(), " vs update ", y.describe());
+  detail::require_row_strided(gate, C, DType::kBF16, (what + " gate").c_str());
+  OROCHI_CHECK(gate.dim(0) == shift.dim(0), what, ": gate ", gate.describe(), " and shift ", shift.describe(),
+               " differ in rows");
+  detail::require_same_device(h, y, what.c_str());
   return detail::launch_status(
-      kernels::launch_rms_norm(bf16_data(x), bf16_data(weight), bf16_data(out), S, C, eps, &mod, stream),
-      "rms_norm_modulate kernel");
+      kernels::launch_gated_residual_rms_norm(bf16_data(h), bf16_data(gate), gate.strides()[0], mod.idx, bf16_data(y),
+                                              bf16_data(weight), bf16_data(out), S, C, eps, &mod, stream),
+      (what + " kernel").c_str());
 }
 
 Status qk_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& cos, const Tensor& sin,

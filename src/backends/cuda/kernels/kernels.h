@@ -35,6 +35,13 @@ struct ModulationRows {
 cudaError_t launch_rms_norm(const bf16* x, const bf16* w, bf16* y, int64_t rows, int64_t C, float eps,
                             const ModulationRows* mod, cudaStream_t stream, bool round_before_weight = false);
 
+// launch_gated_residual then launch_rms_norm (with `mod`, diffusers' rounding) of the updated rows,
+// in one pass with the same bits: h[s] = bf16(h[s] + bf16(gate[idx[s]] · y[s])) in place, then
+// out = rms_norm(h) (modulated). h, y, out [rows, C]; gate rows `gate_stride` apart.
+cudaError_t launch_gated_residual_rms_norm(bf16* h, const bf16* gate, int64_t gate_stride, const int64_t* idx,
+                                           const bf16* y, const bf16* w, bf16* out, int64_t rows, int64_t C,
+                                           float eps, const ModulationRows* mod, cudaStream_t stream);
+
 // In place over x [S, heads, D]: per-head RMSNorm (weight [D], rounded to bf16), then rotate-half
 // RoPE on channels < R with bf16 cos/sin [S, R]: for i < R/2, with n the normalized head,
 //   x[i] = bf16(bf16(n[i]·cos[i]) − bf16(n[i+R/2]·sin[i])),

@@ -1,5 +1,6 @@
 // H3GpuRunner's forward: the text refiner, the embeddings, the blocks and the heads, for one rank
 // of a TP x SP layout (the whole model and every row on one GPU).
+#include <optional>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -49,9 +50,14 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
     return linear_reduced(b.to_out, o, out, "gemm out");
   }
   timer_.begin("gemm qkv");
-  OROCHI_RETURN_IF_ERROR(linear(b.to_q, x, q));  // [rows, heads * hd]
-  OROCHI_RETURN_IF_ERROR(linear(b.to_k, x, k));
-  OROCHI_RETURN_IF_ERROR(linear(b.to_v, x, v));
+  if (gemm_sm90a_ || b.to_q.bias.defined() || b.to_k.bias.defined() || b.to_v.bias.defined()) {
+    OROCHI_RETURN_IF_ERROR(linear(b.to_q, x, q));  // [rows, heads * hd]
+    OROCHI_RETURN_IF_ERROR(linear(b.to_k, x, k));
+    OROCHI_RETURN_IF_ERROR(linear(b.to_v, x, v));
+  } else {  // one batched GEMM: the weights and q/k/v are consecutive allocations of one size
+    const Tensor ws[] = {b.to_q.weight, b.to_k.weight, b.to_v.weight}, ys[] = {q, k, v};
+    OROCHI_RETURN_IF_ERROR(gemm_->linear_shared_input(x, ws, ys, stream_));
+  }
   timer_.end();
   timer_.begin("qk norm + rope");
   const bf16* cos = main ? ptr<const bf16>(B.rope_cos) : nullptr;
@@ -105,32 +111,53 @@ Status H3GpuRunner::refiner_block(const GpuBlock& b, const Tensor& t) {
   return launched(cuda::kernels::launch_add(ptr<bf16>(t), ptr<const bf16>(o2), L * H, stream_), "add");
 }
 
-Status H3GpuRunner::transformer_block(size_t index, const GpuBlock& b) {
+// Block `index`'s AdaLN rows of the [n_t * 3, 6H] table: shift/scale/gate msa are column blocks
+// 0-2, shift/scale/gate mlp 3-5 (`first` = 0 or 3); `gate` points at the third.
+ModulationRows H3GpuRunner::block_modulation(size_t index, int first, const bf16** gate) const {
+  const RequestBuffers& B = *buf_;
+  const int64_t H = config_.hidden_size, W = 6 * H;
+  const bf16* table = ptr<const bf16>(B.tables) + static_cast<int64_t>(index) * B.n_t * kModalities * W + first * H;
+  if (gate) *gate = table + 2 * H;
+  return ModulationRows{table, W, table + H, W, ptr<const int64_t>(B.adaln_idx)};
+}
+
+// `normed`: the previous block's last kernel already wrote this block's pre-attention norm into a.
+// `next`: the norm that follows this block, fused into its last residual (null: the residual alone).
+Status H3GpuRunner::transformer_block(size_t index, const GpuBlock& b, bool normed, const NextNorm* next) {
   RequestBuffers& B = *buf_;
-  const int64_t R = B.h.dim(0), H = config_.hidden_size, W = 6 * H;
+  const int64_t R = B.h.dim(0), H = config_.hidden_size;
   const float eps = static_cast<float>(config_.norm_eps);
-  const bf16* table = ptr<const bf16>(B.tables) + static_cast<int64_t>(index) * B.n_t * kModalities * W;
-  const int64_t* idx = ptr<const int64_t>(B.adaln_idx);
   const Tensor a = B.a.slice(0, 0, R), o2 = B.o2.slice(0, 0, R);
-  // Column blocks of the [n_t * 3, 6H] table: shift/scale/gate msa, shift/scale/gate mlp.
-  const ModulationRows msa{table, W, table + H, W, idx}, mlp{table + 3 * H, W, table + 4 * H, W, idx};
-  timer_.begin("norm + modulate");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
-                                                                 ptr<bf16>(a), R, H, eps, &msa, stream_), "norm1"));
-  timer_.end();
+  const bf16 *gate_msa = nullptr, *gate_mlp = nullptr;
+  const ModulationRows msa = block_modulation(index, 0, &gate_msa), mlp = block_modulation(index, 3, &gate_mlp);
+  const int64_t W = 6 * H;
+  if (!normed) {
+    timer_.begin("norm + modulate");
+    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
+                                                                   ptr<bf16>(a), R, H, eps, &msa, stream_), "norm1"));
+    timer_.end();
+  }
   OROCHI_RETURN_IF_ERROR(attention_block(b, a, R, true, o2));
-  timer_.begin("gated residual");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 2 * H, W, idx,
-                                                                       ptr<const bf16>(o2), R, H, stream_), "gate msa"));
-  timer_.end();
-  timer_.begin("norm + modulate");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm2),
-                                                                 ptr<bf16>(a), R, H, eps, &mlp, stream_), "norm2"));
+  // h += gate_msa · attention, and the FFN's pre-norm of the new h, in one pass.
+  timer_.begin("gated residual + norm");
+  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm(
+                                      ptr<bf16>(B.h), gate_msa, W, msa.idx, ptr<const bf16>(o2),
+                                      ptr<const bf16>(b.norm2), ptr<bf16>(a), R, H, eps, &mlp, stream_),
+                                  "gate msa + norm2"));
   timer_.end();
   OROCHI_RETURN_IF_ERROR(feed_forward(b, a, R, o2));
-  timer_.begin("gated residual");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), table + 5 * H, W, idx,
-                                                                       ptr<const bf16>(o2), R, H, stream_), "gate mlp"));
+  if (next != nullptr) {
+    timer_.begin("gated residual + norm");
+    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm(
+                                        ptr<bf16>(B.h), gate_mlp, W, mlp.idx, ptr<const bf16>(o2), next->weight,
+                                        ptr<bf16>(a), R, H, next->eps, &next->mod, stream_),
+                                    "gate mlp + next norm"));
+  } else {
+    timer_.begin("gated residual");
+    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), gate_mlp, W, mlp.idx,
+                                                                         ptr<const bf16>(o2), R, H, stream_),
+                                    "gate mlp"));
+  }
   timer_.end();
   return Status::ok();
 }
@@ -166,20 +193,35 @@ Status H3GpuRunner::forward() {
   // 3. The blocks.
   // A streamed block's weights are in a staging slot by the time the compute stream reaches it.
   if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->begin_pass());
+  // Each block's last residual is fused with the norm after it: the next block's pre-attention norm
+  // (when that block's weights are resident; a streamed one is not in its slot yet) or, after the
+  // last block, the output norm modulated per timestep.
+  const bf16* ft = ptr<const bf16>(B.final_table);
+  const NextNorm output_norm{ptr<const bf16>(weights_.norm_out),
+                             ModulationRows{ft, 2 * H, ft + H, 2 * H, ptr<const int64_t>(B.ts_idx)},
+                             static_cast<float>(config_.final_norm_eps)};
+  bool normed = false;  // a holds the pre-norm of the block about to run
   for (size_t i = 0; i < weights_.blocks.size(); ++i) {
     int slot = -1;
     if (streamer_) {
       OROCHI_ASSIGN_OR_RETURN(slot, streamer_->acquire(static_cast<int>(i)));
     }
-    OROCHI_RETURN_IF_ERROR(transformer_block(i, slot < 0 ? weights_.blocks[i] : slot_blocks_[slot]));
+    std::optional<NextNorm> next;
+    if (i + 1 == weights_.blocks.size())
+      next = output_norm;
+    else if (!streamer_)
+      next = NextNorm{ptr<const bf16>(weights_.blocks[i + 1].norm1), block_modulation(i + 1, 0, nullptr),
+                      static_cast<float>(config_.norm_eps)};
+    OROCHI_RETURN_IF_ERROR(transformer_block(i, slot < 0 ? weights_.blocks[i] : slot_blocks_[slot], normed,
+                                             next ? &*next : nullptr));
+    normed = next.has_value();
     if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->release(static_cast<int>(i)));
   }
-  // 4. Output norm modulated per timestep, then each head on its own rows in f32.
-  const bf16* ft = ptr<const bf16>(B.final_table);
-  const ModulationRows out_mod{ft, 2 * H, ft + H, 2 * H, ptr<const int64_t>(B.ts_idx)};
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(weights_.norm_out),
-                                                                 ptr<bf16>(B.a), R, H, static_cast<float>(config_.final_norm_eps),
-                                                                 &out_mod, stream_), "norm_out"));
+  // 4. The output norm (already in a when the last block fused it), then each head on its own rows in f32.
+  if (!normed)
+    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), output_norm.weight,
+                                                                   ptr<bf16>(B.a), R, H, output_norm.eps,
+                                                                   &output_norm.mod, stream_), "norm_out"));
   auto head = [&](const GpuLinear& proj, const Tensor& idx, int64_t n, const Tensor& out, const char* what) -> Status {
     if (n == 0) return Status::ok();
     OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_copy_rows(B.o2.raw_data(), row_bytes, nullptr, B.a.raw_data(),

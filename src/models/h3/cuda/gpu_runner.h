@@ -27,6 +27,7 @@
 #include "backends/cuda/gemm_sm90a.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/kernels/kernels.h"
 #include "dist/comm.h"
 #include "weights/cuda/gpu_block_tier.h"
 #include "models/h3/cuda/gpu_request.h"
@@ -124,7 +125,15 @@ class H3GpuRunner {
   Status comm_after_compute();
   Status compute_after_comm();
   Status refiner_block(const GpuBlock& b, const Tensor& t);
-  Status transformer_block(size_t index, const GpuBlock& b);
+  // The norm after a block (the next block's pre-attention norm, or the output norm) for the
+  // block's last kernel to write into the buffer a.
+  struct NextNorm {
+    const cuda::kernels::bf16* weight = nullptr;
+    cuda::kernels::ModulationRows mod;
+    float eps = 0;
+  };
+  cuda::kernels::ModulationRows block_modulation(size_t index, int first, const cuda::kernels::bf16** gate) const;
+  Status transformer_block(size_t index, const GpuBlock& b, bool normed, const NextNorm* next);
   // After the weights: the slots' views, and the streamer over them.
   Status start_streaming();
   StreamedBlocks streamed_blocks();
@@ -141,7 +150,8 @@ class H3GpuRunner {
   bool flash_attention_ = true;
   cuda::FlashAttentionOptions flash_options_;
   // OROCHI_GEMM=sm90a (experimental): Orochi's own GEMM for the linears and the FFN's first linear
-  // fused with SwiGLU, where it takes the operands; cublas (the default): cuBLASLt everywhere.
+  // fused with SwiGLU, where it takes the operands (13% slower than cuBLASLt in the 480p forward on
+  // an H200, 2026-11-30); cublas (the default): cuBLASLt everywhere.
   bool gemm_sm90a_ = false;
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
