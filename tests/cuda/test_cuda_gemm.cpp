@@ -3,11 +3,14 @@
 // For M = 4096 the CPU reference runs on a sample of rows (every row is still checked written).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/random_fill.h"
+#include "cuda/call_timing.h"
 #include "test_cuda_ops_support.h"
 
 namespace orochi {
@@ -218,6 +221,65 @@ TEST_F(CudaGemm, FfnInRowCountsTimingInformative) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+}
+
+// q, k and v of one input through linear_shared_input: batched when the weights and outputs are
+// consecutive allocations of one size, a call each when a spacer breaks the spacing. Both against
+// three linear() calls (the same products; the batched plan may pick another kernel, so within
+// bf16 rounding flips) and the CPU. Informative: the batched call's time beside the three calls
+// at H3's 832x480 q/k/v shape.
+TEST_F(CudaGemm, LinearSharedInputMatchesSeparateLinears) {
+  struct Case { int64_t M, K, N; bool spaced; };
+  for (const Case& c : {Case{33, 64, 128, true}, Case{300, 512, 384, true}, Case{300, 512, 384, false},
+                        Case{2049, 5376, 7168, true}, Case{15100, 5376, 7168, true}}) {
+    const size_t mark = arena().mark();
+    const Tensor x = random_bf16_values({c.M, c.K});
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
+    std::vector<Tensor> w, dw, dy, separate;
+    for (int i = 0; i < 3; ++i) {
+      w.push_back(random_bf16_values({c.N, c.K}, 1.0f / std::sqrt(static_cast<float>(c.K))));
+      if (!c.spaced && i == 2) {
+        ASSERT_TRUE(arena().tensor({64}, DType::kBF16).has_value());  // a spacer
+      }
+      ASSERT_OK_AND_ASSIGN(Tensor t, cuda::upload(w.back(), arena(), DType::kBF16, stream()));
+      dw.push_back(t);
+    }
+    for (std::vector<Tensor>* outs : {&dy, &separate})
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_OK_AND_ASSIGN(Tensor t, arena().tensor({c.M, c.N}, DType::kBF16));
+        ASSERT_STATUS_OK(poison(t, stream()));
+        outs->push_back(t);
+      }
+    ASSERT_STATUS_OK(runner_->linear_shared_input(dx, dw, dy, stream()));
+    for (int i = 0; i < 3; ++i) ASSERT_STATUS_OK(runner_->linear(dx, dw[i], nullptr, separate[i], stream()));
+    const std::string shape = "M=" + std::to_string(c.M) + " K=" + std::to_string(c.K) + " N=" +
+                              std::to_string(c.N) + (c.spaced ? " consecutive" : " spaced apart");
+    for (int i = 0; i < 3; ++i) {
+      const Tensor got = to_host_f32(dy[i], stream());
+      ASSERT_EQ(count_nan(got), 0) << shape << ": unwritten elements of output " << i;
+      check_case("linear_shared_input vs linear", shape, got, to_host_f32(separate[i], stream()), 2e-3);
+      if (c.M <= 2049) {
+        const Tensor idx = Tensor::from_ints({0, c.M / 2, c.M - 1}, {3});
+        check_case("linear_shared_input vs CPU", shape, cpu::gather_rows(got, idx),
+                   cpu::linear(cpu::gather_rows(x, idx), w[i], nullptr), kBf16Tol);
+      }
+    }
+    if (c.M == 15100) {
+      Expected<cuda_timing::CallTimes> batched =
+          cuda_timing::time_calls([&] { return runner_->linear_shared_input(dx, dw, dy, stream()); }, stream());
+      Expected<cuda_timing::CallTimes> three = cuda_timing::time_calls(
+          [&]() -> Status {
+            for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(runner_->linear(dx, dw[i], nullptr, separate[i], stream()));
+            return Status::ok();
+          },
+          stream());
+      ASSERT_TRUE(batched.has_value() && three.has_value());
+      std::printf("[gemm-timing] q/k/v %s: batched %.3f ms (%.3f-%.3f), three calls %.3f ms (%.3f-%.3f)\n",
+                  shape.c_str(), batched->median_ms, batched->min_ms, batched->max_ms, three->median_ms, three->min_ms,
+                  three->max_ms);
+    }
+    arena().reset(mark);
+  }
 }
 
 TEST_F(CudaGemm, CapturesInACudaGraph) {

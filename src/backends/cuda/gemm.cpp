@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <span>
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
@@ -30,6 +31,10 @@ uint32_t alignment_of(const void* p) {
 template <typename T>
 cublasStatus_t set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
   return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value);
+}
+template <typename T>
+cublasStatus_t set_layout(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, const T& value) {
+  return cublasLtMatrixLayoutSetAttribute(layout, attr, &value, sizeof value);
 }
 template <typename T>
 cublasStatus_t set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
@@ -141,6 +146,15 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->a, type, K, N, key.ld_w));  // w
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->b, type, K, M, key.K));  // x
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->d, type, N, M, key.N));  // y
+  if (key.batch > 1) {  // w and y step by their strides, every product reads the same x
+    const int32_t count = key.batch;
+    const int64_t strides[3] = {key.stride_w, 0, key.stride_y};
+    const cublasLtMatrixLayout_t layouts[3] = {plan->a, plan->b, plan->d};
+    for (int i = 0; i < 3; ++i) {
+      OROCHI_CUBLAS_RETURN_IF_ERROR(set_layout(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count));
+      OROCHI_CUBLAS_RETURN_IF_ERROR(set_layout(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, strides[i]));
+    }
+  }
 
   cublasLtMatmulPreference_t pref = nullptr;
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
@@ -159,7 +173,7 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
   cublasLtMatmulPreferenceDestroy(pref);
   const std::string shape = "[" + std::to_string(key.M) + ", " + std::to_string(key.K) + "] x [" +
                             std::to_string(key.N) + ", " + std::to_string(key.K) + "]^T " + dtype_name(key.dtype) +
-                            (key.bias ? " + bias" : "");
+                            (key.bias ? " + bias" : "") + (key.batch > 1 ? " x " + std::to_string(key.batch) : "");
   if (s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED)
     return cublas_status(s, ("cuBLASLt heuristic for " + shape).c_str());
   if (found == 0 || s == CUBLAS_STATUS_NOT_SUPPORTED)
@@ -186,8 +200,7 @@ Status GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, 
   return linear_strided(x, w, bias, y, /*accumulate=*/false, stream);
 }
 
-Status GemmRunner::linear_strided(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
-                                  bool accumulate, cudaStream_t stream) {
+void GemmRunner::check_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const {
   const DType dt = x.dtype();
   OROCHI_CHECK(dt == DType::kBF16 || dt == DType::kF16 || dt == DType::kF32, "linear: only bf16, f16 or f32, got ",
                x.describe());
@@ -197,30 +210,85 @@ Status GemmRunner::linear_strided(const Tensor& x, const Tensor& w, const Tensor
   detail::require_cuda(y, dt, "linear output");
   OROCHI_CHECK(x.dim(-1) == w.dim(1) && w.dim(1) > 0, "linear: input ", x.describe(), " does not match weight ",
                w.describe());
-  const int64_t K = w.dim(1), N = w.dim(0), M = x.numel() / K;
   Shape expected = x.shape();
-  expected.back() = N;
+  expected.back() = w.dim(0);
   OROCHI_CHECK(y.shape() == expected, "linear: output ", y.describe(), ", expected ", shape_to_string(expected));
   if (bias) {
     detail::require_cuda(*bias, dt, "linear bias");
-    OROCHI_CHECK(bias->numel() == N, "linear bias ", bias->describe(), " for ", N, " outputs");
+    OROCHI_CHECK(bias->numel() == w.dim(0), "linear bias ", bias->describe(), " for ", w.dim(0), " outputs");
   }
   detail::require_same_device(x, w, "linear");
   detail::require_same_device(x, y, "linear");
   OROCHI_CHECK(x.device().index == device_index_, "linear: tensors on ", device_name(x.device()),
                ", runner on cuda:", device_index_);
-  if (M == 0 || N == 0) return Status::ok();
+}
 
+GemmRunner::Key GemmRunner::key_of(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                                   bool accumulate) const {
+  const int64_t K = w.dim(1);
+  return Key{x.numel() / K, w.dim(0), K, w.strides()[0], x.dtype(), bias != nullptr, accumulate,
+             alignment_of(x.raw_data()), alignment_of(w.raw_data()), alignment_of(y.raw_data()),
+             bias ? alignment_of(bias->raw_data()) : 0};
+}
+
+Status GemmRunner::enqueue(const Key& key, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                           cudaStream_t stream) {
+  if (key.M == 0 || key.N == 0) return Status::ok();
   const void* bias_ptr = bias ? bias->raw_data() : nullptr;
-  Key key{M, N, K, w.strides()[0], dt, bias != nullptr, accumulate, alignment_of(x.raw_data()),
-          alignment_of(w.raw_data()), alignment_of(y.raw_data()), bias ? alignment_of(bias_ptr) : 0};
   OROCHI_ASSIGN_OR_RETURN(Plan * plan, plan_for(key, bias_ptr, Operands{x.raw_data(), w.raw_data(), y.raw_data(), stream}));
   if (bias) OROCHI_CUBLAS_RETURN_IF_ERROR(set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr));
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const float alpha = 1.0f, beta = key.accumulate ? 1.0f : 0.0f;
   OROCHI_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle_, plan->desc, &alpha, w.raw_data(), plan->a, x.raw_data(),
                                                plan->b, &beta, y.raw_data(), plan->d, y.raw_data(), plan->d,
                                                &plan->algo, workspace_, plan->workspace, stream));
   return Status::ok();
+}
+
+Status GemmRunner::linear_strided(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                                  bool accumulate, cudaStream_t stream) {
+  check_linear(x, w, bias, y);
+  return enqueue(key_of(x, w, bias, y, accumulate), x, w, bias, y, stream);
+}
+
+namespace {
+
+// The common distance in elements between consecutive tensors' data (> 0), or 0 when they are not
+// equally spaced in ascending order.
+int64_t equal_spacing(std::span<const Tensor> t) {
+  const auto address = [&](size_t i) { return reinterpret_cast<intptr_t>(t[i].raw_data()); };
+  const intptr_t step = address(1) - address(0);
+  const auto elt = static_cast<intptr_t>(dtype_size(t[0].dtype()));
+  if (step <= 0 || step % elt != 0) return 0;
+  for (size_t i = 2; i < t.size(); ++i)
+    if (address(i) - address(i - 1) != step) return 0;
+  return static_cast<int64_t>(step / elt);
+}
+
+}  // namespace
+
+Status GemmRunner::linear_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys,
+                                       cudaStream_t stream) {
+  OROCHI_CHECK(!ws.empty() && ws.size() == ys.size(), "linear_shared_input: ", ws.size(), " weights for ", ys.size(),
+               " outputs");
+  for (size_t i = 0; i < ws.size(); ++i) {
+    check_linear(x, ws[i], nullptr, ys[i]);
+    OROCHI_CHECK(ws[i].shape() == ws[0].shape(), "linear_shared_input: weight ", ws[i].describe(), " differs from ",
+                 ws[0].describe());
+  }
+  const bool contiguous = std::all_of(ws.begin(), ws.end(), [](const Tensor& w) { return w.is_contiguous(); }) &&
+                          std::all_of(ys.begin(), ys.end(), [](const Tensor& y) { return y.is_contiguous(); });
+  const int64_t stride_w = ws.size() > 1 && contiguous ? equal_spacing(ws) : 0;
+  const int64_t stride_y = stride_w ? equal_spacing(ys) : 0;
+  if (stride_w < ws[0].numel() || stride_y < ys[0].numel()) {  // overlapping or unevenly spaced: a call each
+    for (size_t i = 0; i < ws.size(); ++i)
+      OROCHI_RETURN_IF_ERROR(enqueue(key_of(x, ws[i], nullptr, ys[i], false), x, ws[i], nullptr, ys[i], stream));
+    return Status::ok();
+  }
+  Key key = key_of(x, ws[0], nullptr, ys[0], false);
+  key.batch = static_cast<int32_t>(ws.size());
+  key.stride_w = stride_w;
+  key.stride_y = stride_y;
+  return enqueue(key, x, ws[0], nullptr, ys[0], stream);
 }
 
 Expected<Tensor> GemmRunner::linear(const Tensor& x, const Tensor& w, const Tensor* bias, DeviceArena& arena,

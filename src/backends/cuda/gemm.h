@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 
 #include "backends/cuda/device_memory.h"
 #include "core/status.h"
@@ -48,6 +49,11 @@ class GemmRunner {
   // sum rounded once to y's dtype. A linear split along K is then two calls into one y.
   Status linear_strided(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, bool accumulate,
                         cudaStream_t stream);
+  // Several linears of one input, ys[i] = x · ws[i]^T without bias (q, k and v of a block): one
+  // batched cuBLASLt call when the weights (one shape) lie equally far apart in memory and so do the
+  // outputs, as consecutive allocations of one size do; a call each otherwise. Same bits either way.
+  Status linear_shared_input(const Tensor& x, std::span<const Tensor> ws, std::span<const Tensor> ys,
+                             cudaStream_t stream);
   // Same, with y allocated from `arena`.
   Expected<Tensor> linear(const Tensor& x, const Tensor& w, const Tensor* bias, DeviceArena& arena,
                           cudaStream_t stream);
@@ -68,6 +74,9 @@ class GemmRunner {
     bool accumulate = false;
     // Pointer alignment (bytes, capped at 256) of x, w, y and bias: cuBLASLt picks kernels by it.
     uint32_t align_x = 0, align_w = 0, align_y = 0, align_bias = 0;
+    // A batch of products sharing x: w and y step by these strides (elements).
+    int32_t batch = 1;
+    int64_t stride_w = 0, stride_y = 0;
     auto operator<=>(const Key&) const = default;
   };
   struct Plan;
@@ -81,6 +90,12 @@ class GemmRunner {
   static constexpr double kTuneMinMacs = 1073741824.0;
 
   GemmRunner() = default;
+  // The shape/dtype/device checks of linear(): caller bugs are OROCHI_CHECK failures.
+  void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const;
+  Key key_of(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y, bool accumulate) const;
+  // Plans `key` on first sight, then enqueues the matmul on the checked operands.
+  Status enqueue(const Key& key, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
+                 cudaStream_t stream);
   Expected<Plan*> plan_for(const Key& key, const void* bias, const Operands& operands);
   // `results`: cublasLtMatmulHeuristicResult_t[count] (an anonymous struct in cublasLt.h, so not named here).
   Expected<int> fastest_candidate(const Plan& plan, const void* results, int count, const Operands& operands);
