@@ -264,6 +264,17 @@ TEST_F(CudaNorm, RejectsHostTensorsAndWrongShapes) {
   ASSERT_OK_AND_ASSIGN(Tensor q, arena().tensor({4, 2, 16}, DType::kBF16));
   ASSERT_OK_AND_ASSIGN(Tensor cos, arena().tensor({4, 18}, DType::kBF16));
   EXPECT_THROW((void)cuda::qk_norm_rope(q, dw16, kEps, cos, cos, stream()), InternalError);  // R > D
+  // The fused residual + norm: an update of another shape, a gate table of other rows than shift's.
+  ASSERT_OK_AND_ASSIGN(Tensor table, arena().tensor({3, 6 * 16}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor idx, cuda::upload(Tensor::from_ints({0, 1, 2, 0}, {4}), arena(), DType::kI64, stream()));
+  const auto chunk = [&](int i) { return table.slice(1, i * 16, (i + 1) * 16); };
+  ASSERT_OK_AND_ASSIGN(Tensor short_y, arena().tensor({3, 16}, DType::kBF16));
+  EXPECT_THROW((void)cuda::gated_residual_rms_norm_modulate(dx, chunk(2), short_y, dw16, kEps, chunk(3), chunk(4), idx,
+                                                            dy, stream()),
+               InternalError);
+  EXPECT_THROW((void)cuda::gated_residual_rms_norm_modulate(dx, chunk(2).slice(0, 0, 2), dy, dw16, kEps, chunk(3),
+                                                            chunk(4), idx, dy, stream()),
+               InternalError);
 }
 
 }  // namespace

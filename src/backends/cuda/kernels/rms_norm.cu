@@ -102,6 +102,8 @@ __global__ void rms_norm_kernel(bf16* __restrict__ x, const bf16* __restrict__ w
 template <int V, bool kResidual>
 cudaError_t launch(bf16* x, const bf16* w, bf16* y, int64_t rows, int64_t C, float eps, const ModulationRows* mod,
                    const Residual& res, cudaStream_t stream, bool round_first) {
+  if (rows == 0 || C == 0) return cudaSuccess;
+  if (rows > kMaxGridX) return cudaErrorInvalidConfiguration;  // one block per row
   const int threads = row_threads((C + V - 1) / V);
   if (mod)
     rms_norm_kernel<V, true, kResidual>
@@ -124,8 +126,6 @@ bool vectors_fit(const bf16* x, const bf16* w, const bf16* y, int64_t C, const M
 
 cudaError_t launch_rms_norm(const bf16* x, const bf16* w, bf16* y, int64_t rows, int64_t C, float eps,
                             const ModulationRows* mod, cudaStream_t stream, bool round_before_weight) {
-  if (rows == 0 || C == 0) return cudaSuccess;
-  if (rows > kMaxGridX) return cudaErrorInvalidConfiguration;  // one block per row
   bf16* in = const_cast<bf16*>(x);  // written only by the residual variant
   return vectors_fit(x, w, y, C, mod) ? launch<8, false>(in, w, y, rows, C, eps, mod, {}, stream, round_before_weight)
                                       : launch<1, false>(in, w, y, rows, C, eps, mod, {}, stream, round_before_weight);
@@ -134,8 +134,6 @@ cudaError_t launch_rms_norm(const bf16* x, const bf16* w, bf16* y, int64_t rows,
 cudaError_t launch_gated_residual_rms_norm(bf16* h, const bf16* gate, int64_t gate_stride, const int64_t* idx,
                                            const bf16* y, const bf16* w, bf16* out, int64_t rows, int64_t C,
                                            float eps, const ModulationRows* mod, cudaStream_t stream) {
-  if (rows == 0 || C == 0) return cudaSuccess;
-  if (rows > kMaxGridX) return cudaErrorInvalidConfiguration;
   const Residual res{gate, gate_stride, idx, y};
   const bool vec = vectors_fit(h, w, out, C, mod) && aligned16(gate) && gate_stride % 8 == 0 && aligned16(y);
   return vec ? launch<8, true>(h, w, out, rows, C, eps, mod, res, stream, false)

@@ -112,12 +112,11 @@ Status H3GpuRunner::refiner_block(const GpuBlock& b, const Tensor& t) {
 }
 
 // Block `index`'s AdaLN rows of the [n_t * 3, 6H] table: shift/scale/gate msa are column blocks
-// 0-2, shift/scale/gate mlp 3-5 (`first` = 0 or 3); `gate` points at the third.
-ModulationRows H3GpuRunner::block_modulation(size_t index, int first, const bf16** gate) const {
+// 0-2, shift/scale/gate mlp 3-5 (`first` = 0 or 3). The gate is the column block after the scale.
+ModulationRows H3GpuRunner::block_modulation(size_t index, int first) const {
   const RequestBuffers& B = *buf_;
   const int64_t H = config_.hidden_size, W = 6 * H;
   const bf16* table = ptr<const bf16>(B.tables) + static_cast<int64_t>(index) * B.n_t * kModalities * W + first * H;
-  if (gate) *gate = table + 2 * H;
   return ModulationRows{table, W, table + H, W, ptr<const int64_t>(B.adaln_idx)};
 }
 
@@ -128,9 +127,9 @@ Status H3GpuRunner::transformer_block(size_t index, const GpuBlock& b, bool norm
   const int64_t R = B.h.dim(0), H = config_.hidden_size;
   const float eps = static_cast<float>(config_.norm_eps);
   const Tensor a = B.a.slice(0, 0, R), o2 = B.o2.slice(0, 0, R);
-  const bf16 *gate_msa = nullptr, *gate_mlp = nullptr;
-  const ModulationRows msa = block_modulation(index, 0, &gate_msa), mlp = block_modulation(index, 3, &gate_mlp);
-  const int64_t W = 6 * H;
+  const ModulationRows msa = block_modulation(index, 0), mlp = block_modulation(index, 3);
+  const int64_t W = msa.shift_stride;
+  const bf16 *gate_msa = msa.scale + H, *gate_mlp = mlp.scale + H;
   if (!normed) {
     timer_.begin("norm + modulate");
     OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
@@ -210,7 +209,7 @@ Status H3GpuRunner::forward() {
     if (i + 1 == weights_.blocks.size())
       next = output_norm;
     else if (!streamer_)
-      next = NextNorm{ptr<const bf16>(weights_.blocks[i + 1].norm1), block_modulation(i + 1, 0, nullptr),
+      next = NextNorm{ptr<const bf16>(weights_.blocks[i + 1].norm1), block_modulation(i + 1, 0),
                       static_cast<float>(config_.norm_eps)};
     OROCHI_RETURN_IF_ERROR(transformer_block(i, slot < 0 ? weights_.blocks[i] : slot_blocks_[slot], normed,
                                              next ? &*next : nullptr));

@@ -132,7 +132,7 @@ class H3GpuRunner {
     cuda::kernels::ModulationRows mod;
     float eps = 0;
   };
-  cuda::kernels::ModulationRows block_modulation(size_t index, int first, const cuda::kernels::bf16** gate) const;
+  cuda::kernels::ModulationRows block_modulation(size_t index, int first) const;
   Status transformer_block(size_t index, const GpuBlock& b, bool normed, const NextNorm* next);
   // After the weights: the slots' views, and the streamer over them.
   Status start_streaming();
