@@ -195,19 +195,29 @@ int run_bench(const std::vector<std::string>& argv) {
                  static_cast<long long>(*warmup + *iters), sec, i < *warmup ? " (warm-up)" : "");
   }
   if (args->has("profile")) {
-    // One more forward with an event pair around every stage of rank 0: where the time goes.
-    runner0.timer().enable(runner0.stream());
-    if (runner0.comm_stream()) runner0.comm_timer().enable(runner0.comm_stream());
+    // One more forward with an event pair around every stage of every rank: where the time goes,
+    // and (with several GPUs) which rank the others wait for.
+    const int ranks = gpus_run.world_size();
+    for (int r = 0; r < ranks; ++r) {
+      h3::gpu::H3GpuRunner& runner = gpus_run.runner(r);
+      runner.timer().enable(runner.stream());
+      if (runner.comm_stream()) runner.comm_timer().enable(runner.comm_stream());
+    }
     if (Status s = run_forward(); !s.is_ok()) return fail(s);
-    double sum = 0;
-    const auto stages = runner0.timer().collect();
-    for (const auto& [name, ms] : stages) sum += ms;
-    for (const auto& [name, ms] : stages)
-      std::fprintf(stderr, "[orochi] profile %-16s %9.2f ms  %5.1f%%\n", name.c_str(), ms, 100.0 * ms / sum);
-    // The collectives on the comm stream, overlapping the stages above (busy time, not added).
-    if (runner0.comm_stream())
-      for (const auto& [name, ms] : runner0.comm_timer().collect())
-        std::fprintf(stderr, "[orochi] profile comm %-11s %9.2f ms  (overlapped)\n", name.c_str(), ms);
+    for (int r = 0; r < ranks; ++r) {
+      h3::gpu::H3GpuRunner& runner = gpus_run.runner(r);
+      const std::string who = ranks > 1 ? "rank " + std::to_string(r) + " " : "";
+      double sum = 0;
+      const auto stages = runner.timer().collect();
+      for (const auto& [name, ms] : stages) sum += ms;
+      for (const auto& [name, ms] : stages)
+        std::fprintf(stderr, "[orochi] profile %s%-16s %9.2f ms  %5.1f%%\n", who.c_str(), name.c_str(), ms,
+                     100.0 * ms / sum);
+      // The collectives on the comm stream, overlapping the stages above (busy time, not added).
+      if (runner.comm_stream())
+        for (const auto& [name, ms] : runner.comm_timer().collect())
+          std::fprintf(stderr, "[orochi] profile %scomm %-11s %9.2f ms  (overlapped)\n", who.c_str(), name.c_str(), ms);
+    }
   }
   size_t free_after = 0;
   cudaMemGetInfo(&free_after, &total);

@@ -23,7 +23,7 @@ class CudaElementwise : public GpuTest {};
 
 TEST_F(CudaElementwise, SwigluMatchesCpu) {
   for (const Shape& shape : {Shape{1, 16}, Shape{3, 10}, Shape{17, 48}, Shape{7, 200}, Shape{4, 28672},
-                             Shape{2, 3, 64}}) {
+                             Shape{2, 3, 64}, Shape{9000, 48} /* > 8192 rows: each block walks several */}) {
     const size_t mark = arena().mark();
     Tensor u = random_bf16_values(shape, 2.0f);
     ASSERT_OK_AND_ASSIGN(Tensor du, cuda::upload(u, arena(), DType::kBF16, stream()));
@@ -47,7 +47,8 @@ TEST_F(CudaElementwise, SwigluMatchesCpu) {
 
 TEST_F(CudaElementwise, GatedResidualMatchesCpu) {
   struct Case { int64_t S, C, R; };
-  for (const Case& k : {Case{1, 8, 1}, Case{5, 13, 3}, Case{17, 5376, 9}, Case{3, 7168, 2}, Case{2, 14336, 4}}) {
+  for (const Case& k : {Case{1, 8, 1}, Case{5, 13, 3}, Case{17, 5376, 9}, Case{3, 7168, 2}, Case{2, 14336, 4},
+                        Case{8200, 40, 3} /* > 8192 rows: each block walks several */}) {
     const size_t mark = arena().mark();
     Tensor h = random_bf16_values({k.S, k.C}, 4.0f), y = random_bf16_values({k.S, k.C});
     Tensor table = random_bf16_values({k.R, 6 * k.C}, 0.5f);

@@ -1,6 +1,7 @@
-// Elementwise kernels: SwiGLU, gated residual, add, dtype casts. Grid-stride loops over vectors of
-// V elements (V = 8: 16-byte bf16 accesses; V = 1: the scalar fallback). A vector never crosses a
-// row because the launchers pick V = 8 only when the row width is a multiple of 8.
+// Elementwise kernels: SwiGLU, gated residual, add, dtype casts, over vectors of V elements (V = 8:
+// 16-byte bf16 accesses; V = 1: the scalar fallback). SwiGLU and the gated residual tile rows, and a
+// vector never crosses a row (the launchers pick V = 8 only when the row width is a multiple of 8);
+// the flat ones are grid-stride loops.
 #include "backends/cuda/kernels/device_helpers.cuh"
 #include "backends/cuda/kernels/kernels.h"
 
@@ -14,27 +15,43 @@ __device__ __forceinline__ int64_t first_unit() {
 }
 __device__ __forceinline__ int64_t unit_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// Row-tiled kernels: blockIdx.y picks kTileThreads vectors of a row, blockIdx.x walks the rows. No
+// 64-bit division per element, which cost the grid-stride SwiGLU a good part of its time. (A row of
+// more than 65535 tiles is an invalid launch configuration, which the launcher returns.)
+constexpr unsigned kTileThreads = 128;
+inline dim3 row_tiles(int64_t rows, int64_t units_per_row) {
+  const int64_t tiles = (units_per_row + kTileThreads - 1) / kTileThreads;
+  const int64_t row_blocks = rows < 8192 ? rows : 8192;  // enough blocks to fill the GPU many times over
+  return dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(tiles));
+}
+__device__ __forceinline__ int64_t row_tile_column(int V) {
+  return (static_cast<int64_t>(blockIdx.y) * blockDim.x + threadIdx.x) * V;
+}
+
+// out [M, I] = value * silu(gate) of u [M, 2I] = [value | gate], rounded like PyTorch's two ops.
 template <int V>
 __global__ void swiglu_kernel(const bf16* __restrict__ u, bf16* __restrict__ out, int64_t M, int64_t I) {
-  const int64_t units = M * I / V;
-  for (int64_t k = first_unit(); k < units; k += unit_stride()) {
-    const int64_t e = k * V, r = e / I, i = e % I;
+  const int64_t i = row_tile_column(V);
+  if (i >= I) return;
+  for (int64_t r = blockIdx.x; r < M; r += gridDim.x) {
     float value[V], gate[V];
     load_bf16<V>(u + r * 2 * I + i, value);
     load_bf16<V>(u + r * 2 * I + I + i, gate);
 #pragma unroll
     for (int j = 0; j < V; ++j) value[j] *= round_bf16(silu_f32(gate[j]));
-    store_bf16<V>(out + e, value);
+    store_bf16<V>(out + r * I + i, value);
   }
 }
 
+// h [S, C] += gate[idx[r]] * y, the product rounded to bf16 first (PyTorch's two ops).
 template <int V>
 __global__ void gated_residual_kernel(bf16* __restrict__ h, const bf16* __restrict__ gate, int64_t gate_stride,
                                       const int64_t* __restrict__ idx, const bf16* __restrict__ y, int64_t S,
                                       int64_t C) {
-  const int64_t units = S * C / V;
-  for (int64_t k = first_unit(); k < units; k += unit_stride()) {
-    const int64_t e = k * V, r = e / C, c = e % C;
+  const int64_t c = row_tile_column(V);
+  if (c >= C) return;
+  for (int64_t r = blockIdx.x; r < S; r += gridDim.x) {
+    const int64_t e = r * C + c;
     float hv[V], g[V], yv[V];
     load_bf16<V>(h + e, hv);
     load_bf16<V>(gate + idx[r] * gate_stride + c, g);
@@ -92,9 +109,9 @@ __global__ void bf16_to_f32_kernel(const bf16* __restrict__ in, float* __restric
 cudaError_t launch_swiglu(const bf16* u, bf16* out, int64_t M, int64_t I, cudaStream_t stream) {
   if (M * I == 0) return cudaSuccess;
   if (I % 8 == 0 && aligned16(u) && aligned16(out))
-    swiglu_kernel<8><<<grid_blocks(M * I / 8), kThreads, 0, stream>>>(u, out, M, I);
+    swiglu_kernel<8><<<row_tiles(M, I / 8), kTileThreads, 0, stream>>>(u, out, M, I);
   else
-    swiglu_kernel<1><<<grid_blocks(M * I), kThreads, 0, stream>>>(u, out, M, I);
+    swiglu_kernel<1><<<row_tiles(M, I), kTileThreads, 0, stream>>>(u, out, M, I);
   return cudaGetLastError();
 }
 
@@ -102,9 +119,9 @@ cudaError_t launch_gated_residual(bf16* h, const bf16* gate, int64_t gate_stride
                                   const bf16* y, int64_t S, int64_t C, cudaStream_t stream) {
   if (S * C == 0) return cudaSuccess;
   if (C % 8 == 0 && gate_stride % 8 == 0 && aligned16(h) && aligned16(gate) && aligned16(y))
-    gated_residual_kernel<8><<<grid_blocks(S * C / 8), kThreads, 0, stream>>>(h, gate, gate_stride, idx, y, S, C);
+    gated_residual_kernel<8><<<row_tiles(S, C / 8), kTileThreads, 0, stream>>>(h, gate, gate_stride, idx, y, S, C);
   else
-    gated_residual_kernel<1><<<grid_blocks(S * C), kThreads, 0, stream>>>(h, gate, gate_stride, idx, y, S, C);
+    gated_residual_kernel<1><<<row_tiles(S, C), kTileThreads, 0, stream>>>(h, gate, gate_stride, idx, y, S, C);
   return cudaGetLastError();
 }
 

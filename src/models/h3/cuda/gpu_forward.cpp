@@ -50,14 +50,9 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
     return linear_reduced(b.to_out, o, out, "gemm out");
   }
   timer_.begin("gemm qkv");
-  if (gemm_sm90a_ || b.to_q.bias.defined() || b.to_k.bias.defined() || b.to_v.bias.defined()) {
-    OROCHI_RETURN_IF_ERROR(linear(b.to_q, x, q));  // [rows, heads * hd]
-    OROCHI_RETURN_IF_ERROR(linear(b.to_k, x, k));
-    OROCHI_RETURN_IF_ERROR(linear(b.to_v, x, v));
-  } else {  // one batched GEMM: the weights and q/k/v are consecutive allocations of one size
-    const Tensor ws[] = {b.to_q.weight, b.to_k.weight, b.to_v.weight}, ys[] = {q, k, v};
-    OROCHI_RETURN_IF_ERROR(gemm_->linear_shared_input(x, ws, ys, stream_));
-  }
+  const GpuLinear w[] = {b.to_q, b.to_k, b.to_v};
+  const Tensor ys[] = {q, k, v};  // [rows, heads * hd] each
+  OROCHI_RETURN_IF_ERROR(project_qkv(w, x, ys));
   timer_.end();
   timer_.begin("qk norm + rope");
   const bf16* cos = main ? ptr<const bf16>(B.rope_cos) : nullptr;

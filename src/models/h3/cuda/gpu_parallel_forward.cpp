@@ -82,9 +82,10 @@ Status H3GpuRunner::exchange_round(int step, const Tensor& send, const Tensor& r
                          DType::kBF16);
 }
 
-// q, k, v of this rank's rows x [R, H] for every SP rank's heads: the peers' chunks are projected
-// first and sent while the GEMMs of this rank's own chunk run; every row of this rank's heads ends
-// in qa/ka/va [S, C].
+// q, k, v of this rank's rows x [R, H] for every SP rank's heads: each peer's chunk of heads is
+// projected (q, k and v in one batched GEMM) and sent while the next chunk's GEMM runs; this rank's
+// own chunk comes last, under the tail of the exchanges. Every row of this rank's heads ends in
+// qa/ka/va [S, C].
 Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
   RequestBuffers& B = *buf_;
   const RankRows& my = B.layout;
@@ -93,41 +94,38 @@ Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
   const int64_t C = d.attn_inner(), R = my.rows.size(), rot = config_.rotary_dim();
   const float eps = static_cast<float>(config_.qk_norm_eps);
   auto slot = [&](const Tensor& t, int j) { return t.view({-1}).slice(0, j * R * C, (j + 1) * R * C).view({R, C}); };
-  struct Part {
-    const GpuLinear* weight;
-    const Tensor* norm;  // q and k: per-head RMSNorm + RoPE before they travel; v: none
-    Tensor send, all_rows;
-  };
-  const Part parts[3] = {{&b.to_q, &b.norm_q, B.q, B.qa}, {&b.to_k, &b.norm_k, B.k, B.ka}, {&b.to_v, nullptr, B.v, B.va}};
-  // This rank's rows of one chunk of heads: projected, then (q, k) normalized and rotated with
-  // this rank's rows' angles, so nothing is left to do on them after the exchange.
-  auto project = [&](const Part& part, int j, const Tensor& out) -> Status {
+  // This rank's rows of chunk j of the heads, into out[0..2] [R, C]; q and k then normalized and
+  // rotated with this rank's rows' angles, so nothing is left to do on them after the exchange.
+  auto project = [&](int j, const Tensor (&out)[3]) -> Status {
+    const GpuLinear w[] = {out_rows(b.to_q, j, C), out_rows(b.to_k, j, C), out_rows(b.to_v, j, C)};
     timer_.begin("gemm qkv");
-    OROCHI_RETURN_IF_ERROR(linear(out_rows(*part.weight, j, C), x, out));  // [R, C]
+    OROCHI_RETURN_IF_ERROR(project_qkv(w, x, out));
     timer_.end();
-    if (!part.norm) return Status::ok();
     timer_.begin("qk norm + rope");
-    Status s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(out), ptr<const bf16>(*part.norm), R, d.attn_heads,
-                                                           d.head_dim, eps, ptr<const bf16>(B.rope_cos) + my.rows.begin * rot,
-                                                           ptr<const bf16>(B.rope_sin) + my.rows.begin * rot, rot, stream_),
-                        "qk_norm_rope");
+    for (int t = 0; t < 2; ++t)
+      OROCHI_RETURN_IF_ERROR(launched(
+          cuda::kernels::launch_qk_norm_rope(ptr<bf16>(out[t]), ptr<const bf16>(t == 0 ? b.norm_q : b.norm_k), R,
+                                             d.attn_heads, d.head_dim, eps,
+                                             ptr<const bf16>(B.rope_cos) + my.rows.begin * rot,
+                                             ptr<const bf16>(B.rope_sin) + my.rows.begin * rot, rot, stream_),
+          "qk_norm_rope"));
     timer_.end();
-    return s;
+    return Status::ok();
   };
-  // q's exchange starts after its chunks for the peers and runs under k's and v's GEMMs, and so
-  // on; this rank's own chunks come last, under the tail of the exchanges.
-  for (int t = 0; t < 3; ++t) {
-    for (int step = 1; step < n; ++step) {
-      const int p = (r + step) % n;
-      OROCHI_RETURN_IF_ERROR(project(parts[t], p, slot(parts[t].send, p)));
-      OROCHI_RETURN_IF_ERROR(comm_after_compute());
-      comm_timer_.begin("all_to_all qkv");
-      OROCHI_RETURN_IF_ERROR(exchange_round(step, parts[t].send, parts[t].all_rows, true));
-      comm_timer_.end();
-    }
+  for (int step = 1; step < n; ++step) {
+    const int p = (r + step) % n;
+    const Tensor out[] = {slot(B.q, p), slot(B.k, p), slot(B.v, p)};
+    OROCHI_RETURN_IF_ERROR(project(p, out));
+    OROCHI_RETURN_IF_ERROR(comm_after_compute());
+    comm_timer_.begin("all_to_all qkv");
+    OROCHI_RETURN_IF_ERROR(exchange_round(step, B.q, B.qa, true));
+    OROCHI_RETURN_IF_ERROR(exchange_round(step, B.k, B.ka, true));
+    OROCHI_RETURN_IF_ERROR(exchange_round(step, B.v, B.va, true));
+    comm_timer_.end();
   }
-  for (const Part& part : parts)
-    OROCHI_RETURN_IF_ERROR(project(part, r, part.all_rows.slice(0, my.rows.begin, my.rows.end)));
+  auto my_rows = [&](const Tensor& t) { return t.slice(0, my.rows.begin, my.rows.end); };
+  const Tensor mine[] = {my_rows(B.qa), my_rows(B.ka), my_rows(B.va)};
+  OROCHI_RETURN_IF_ERROR(project(r, mine));
   return compute_after_comm();
 }
 

@@ -107,6 +107,10 @@ class H3GpuRunner {
   Status build_tables(const Tensor& timesteps);
   Status upload_rows(const H3Inputs& inputs);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
+  // y[i] = x · w[i]^T for q, k and v: one batched cuBLASLt call when the three weights and the
+  // three outputs are equally spaced views of one size (GemmRunner::linear_shared_input), else a
+  // linear each (biases, the sm90a GEMM).
+  Status project_qkv(const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3]);
   Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out);
   // Attention through Orochi's Hopper kernel when chosen and the shape fits it, else cuDNN.
   Status attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape);
