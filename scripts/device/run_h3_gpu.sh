@@ -11,6 +11,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export OROCHI_TEST_DATA_DIR="$root/tests/data" OROCHI_BINARY="$root/gpu-dist/orochi"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 resolutions=("${@:-480p}")
+source scripts/device/gpu_telemetry.sh
 
 echo "== GPU tests"
 for t in gpu-dist/test_*; do
@@ -21,9 +22,12 @@ for t in gpu-dist/test_*; do
 done
 
 echo "== orochi bench dit"
+telemetry_start "$OUT"
 for res in "${resolutions[@]}"; do
+  telemetry_mark "orochi $res"
   gpu-dist/orochi bench dit --res "$res" --warmup "${WARMUP:-2}" --iters "${ITERS:-5}" --json \
     2> "$OUT/bench_$res.err" | tee -a "$OUT/orochi_h3.jsonl"
+  telemetry_mark ""
   tail -3 "$OUT/bench_$res.err"
 done
 
@@ -32,8 +36,11 @@ if [ "${SKIP_PEER:-0}" != 1 ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
   for res in "${resolutions[@]}"; do
+    telemetry_mark "diffusers $res"
     OUT="$OUT" PYTHONUNBUFFERED=1 torchrun --nproc-per-node=1 .peer/peer_h3.py --res "$res" --iters "${ITERS:-5}" \
       > "$OUT/peer_$res.log" 2>&1 || tail -20 "$OUT/peer_$res.log"
+    telemetry_mark ""
   done
 fi
 python3 scripts/device/h3_table.py "$OUT/orochi_h3.jsonl" "$OUT/peer_h3.jsonl"
+telemetry_stop

@@ -16,6 +16,7 @@ export OROCHI_TEST_DATA_DIR="$root/tests/data" OROCHI_BINARY="$root/gpu-dist/oro
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1; head -4 "$OUT/topo.txt"
 resolutions=("${@:-480p}")
+source scripts/device/gpu_telemetry.sh
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== multi-GPU tests"
@@ -28,15 +29,20 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 echo "== orochi bench dit"
+telemetry_start "$OUT"
 for res in "${resolutions[@]}"; do
   if [ "${SKIP_ONE:-0}" != 1 ]; then
+    telemetry_mark "orochi $res 1 GPU"
     gpu-dist/orochi bench dit --res "$res" --warmup "${WARMUP:-2}" --iters "${ITERS:-5}" --json \
       2> "$OUT/bench_${res}_1gpu.err" | tee -a "$OUT/orochi_multi.jsonl"
+    telemetry_mark ""
     tail -2 "$OUT/bench_${res}_1gpu.err"
   fi
   for layout in ${LAYOUTS:-auto}; do
+    telemetry_mark "orochi $res ${GPUS:-2} GPUs $layout"
     timeout 300 gpu-dist/orochi bench dit --res "$res" --gpus "${GPUS:-2}" --parallel "$layout" --warmup "${WARMUP:-2}" \
       --iters "${ITERS:-5}" --json ${PROFILE:+--profile} 2> "$OUT/bench_${res}_${GPUS:-2}gpu_$layout.err" | tee -a "$OUT/orochi_multi.jsonl"
+    telemetry_mark ""
     grep -E "layout|median|error|profile" "$OUT/bench_${res}_${GPUS:-2}gpu_$layout.err" | tail -30
   done
 done
@@ -46,8 +52,11 @@ if [ "${SKIP_PEER:-0}" != 1 ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
   for res in "${resolutions[@]}"; do
+    telemetry_mark "diffusers $res ${GPUS:-2} GPUs"
     OUT="$OUT" PYTHONUNBUFFERED=1 timeout 400 torchrun --nproc-per-node="${GPUS:-2}" .peer/peer_h3.py --res "$res" \
       --iters "${ITERS:-5}" > "$OUT/peer${GPUS:-2}_$res.log" 2>&1 || tail -20 "$OUT/peer${GPUS:-2}_$res.log"
+    telemetry_mark ""
   done
 fi
 python3 scripts/device/h3_multi_table.py "$OUT/orochi_multi.jsonl" "$OUT/peer_h3.jsonl"
+telemetry_stop
