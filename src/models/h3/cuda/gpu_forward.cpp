@@ -39,7 +39,6 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   RequestBuffers& B = *buf_;
   const RankDims d = rank_dims(config_, B.size, rank_);
   const int64_t hd = config_.attention_head_dim;
-  const float eps = static_cast<float>(config_.qk_norm_eps);
   const int64_t heads = d.heads;
   const Tensor q = B.q.slice(0, 0, rows), k = B.k.slice(0, 0, rows), v = B.v.slice(0, 0, rows), o = B.o.slice(0, 0, rows);
   if (main && sp_ != nullptr) {
@@ -54,20 +53,27 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   const Tensor ys[] = {q, k, v};  // [rows, heads * hd] each
   OROCHI_RETURN_IF_ERROR(project_qkv(w, x, ys));
   timer_.end();
-  timer_.begin("qk norm + rope");
-  const bf16* cos = main ? ptr<const bf16>(B.rope_cos) : nullptr;
-  const bf16* sin = main ? ptr<const bf16>(B.rope_sin) : nullptr;
-  const int64_t R = main ? config_.rotary_dim() : 0;
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(q), ptr<const bf16>(b.norm_q), rows, heads,
-                                                                     hd, eps, cos, sin, R, stream_), "qk_norm_rope q"));
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(k), ptr<const bf16>(b.norm_k), rows, heads,
-                                                                     hd, eps, cos, sin, R, stream_), "qk_norm_rope k"));
-  timer_.end();
+  OROCHI_RETURN_IF_ERROR(qk_norm_rope(b, q, k, rows, heads, main ? ptr<const bf16>(B.rope_cos) : nullptr,
+                                      main ? ptr<const bf16>(B.rope_sin) : nullptr, main ? config_.rotary_dim() : 0));
   timer_.begin("attention");
   OROCHI_RETURN_IF_ERROR(attend(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(),
                                 cuda::AttentionShape{.s_q = rows, .s_kv = rows, .heads = heads, .head_dim = hd}));
   timer_.end();
   return linear_reduced(b.to_out, o, out, "gemm out");  // [rows, H]
+}
+
+Status H3GpuRunner::qk_norm_rope(const GpuBlock& b, const Tensor& q, const Tensor& k, int64_t rows, int64_t heads,
+                                 const bf16* cos, const bf16* sin, int64_t rot) {
+  const int64_t hd = config_.attention_head_dim;
+  const float eps = static_cast<float>(config_.qk_norm_eps);
+  timer_.begin("qk norm + rope");
+  Status s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(q), ptr<const bf16>(b.norm_q), rows, heads, hd, eps,
+                                                         cos, sin, rot, stream_), "qk_norm_rope q");
+  if (s.is_ok())
+    s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(k), ptr<const bf16>(b.norm_k), rows, heads, hd, eps, cos,
+                                                    sin, rot, stream_), "qk_norm_rope k");
+  timer_.end();
+  return s;
 }
 
 // SwiGLU FFN of `rows` rows of x into out [rows, H] (summed over TP).

@@ -92,7 +92,6 @@ Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
   const RankDims d = rank_dims(config_, B.size, rank_);
   const int n = rank_.sp_size, r = rank_.sp_rank;
   const int64_t C = d.attn_inner(), R = my.rows.size(), rot = config_.rotary_dim();
-  const float eps = static_cast<float>(config_.qk_norm_eps);
   auto slot = [&](const Tensor& t, int j) { return t.view({-1}).slice(0, j * R * C, (j + 1) * R * C).view({R, C}); };
   // This rank's rows of chunk j of the heads, into out[0..2] [R, C]; q and k then normalized and
   // rotated with this rank's rows' angles, so nothing is left to do on them after the exchange.
@@ -101,16 +100,8 @@ Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
     timer_.begin("gemm qkv");
     OROCHI_RETURN_IF_ERROR(project_qkv(w, x, out));
     timer_.end();
-    timer_.begin("qk norm + rope");
-    for (int t = 0; t < 2; ++t)
-      OROCHI_RETURN_IF_ERROR(launched(
-          cuda::kernels::launch_qk_norm_rope(ptr<bf16>(out[t]), ptr<const bf16>(t == 0 ? b.norm_q : b.norm_k), R,
-                                             d.attn_heads, d.head_dim, eps,
-                                             ptr<const bf16>(B.rope_cos) + my.rows.begin * rot,
-                                             ptr<const bf16>(B.rope_sin) + my.rows.begin * rot, rot, stream_),
-          "qk_norm_rope"));
-    timer_.end();
-    return Status::ok();
+    return qk_norm_rope(b, out[0], out[1], R, d.attn_heads, ptr<const bf16>(B.rope_cos) + my.rows.begin * rot,
+                        ptr<const bf16>(B.rope_sin) + my.rows.begin * rot, rot);
   };
   for (int step = 1; step < n; ++step) {
     const int p = (r + step) % n;
