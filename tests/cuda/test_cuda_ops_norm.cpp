@@ -203,8 +203,8 @@ TEST_F(CudaNorm, QkNormRopeMatchesCpu) {
   }
 }
 
-// The one-block-per-row kernel (the default) and its read-ahead variant (OROCHI_QK_NORM_KERNEL=prefetch)
-// against the one-warp-per-item one (=items): the same bits; and, informative, their times at H3's
+// The one-block-per-row kernel (the default) against the one-warp-per-item one
+// (OROCHI_QK_NORM_KERNEL=items): the same bits; and, informative, their times at H3's
 // 832x480 q (15,100 rows x 56 heads).
 TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
   struct Case { int64_t S, heads, R; };
@@ -222,7 +222,7 @@ TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
       ASSERT_OK_AND_ASSIGN(dsin, cuda::upload(table.sin, arena(), DType::kBF16, stream()));
     }
     std::vector<Tensor> results;
-    for (const char* kernel : {"items", "rows", "prefetch"}) {
+    for (const char* kernel : {"items", "rows"}) {
       setenv("OROCHI_QK_NORM_KERNEL", kernel, 1);
       ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
       ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));

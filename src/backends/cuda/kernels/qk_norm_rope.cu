@@ -1,9 +1,8 @@
 // Per-head RMSNorm of q or k fused with rotate-half RoPE, in place. One warp per head.
 // The general kernel walks the head element by element; H3's head_dim 128 gets kernels where
 // each lane owns 4 adjacent channels (one 8-byte access) and fetches its rotation partner's
-// channels from the lane half/4 away with a shuffle: one block per sequence row (the default;
-// OROCHI_QK_NORM_KERNEL=prefetch reads one head ahead), or one warp per (row, head)
-// (OROCHI_QK_NORM_KERNEL=items, or rows beyond the grid's x limit).
+// channels from the lane half/4 away with a shuffle: one block per sequence row (the default), or
+// one warp per (row, head) (OROCHI_QK_NORM_KERNEL=items, or rows beyond the grid's x limit).
 #include <cstdlib>
 #include <string>
 
@@ -141,11 +140,9 @@ __global__ void qk_norm_rope_128(bf16* __restrict__ x, const bf16* __restrict__ 
 
 // One block per sequence row: its warps take the row's heads in turn (w, w + 8, ...) and load
 // their lanes' weights and cos/sin channels once for all of them, where the kernel above reads
-// the tables again for every head (as many bytes as x itself). The same bits. kPrefetch: a warp
-// reads its next head before normalizing the current one, two loads in flight instead of one
-// (the loop alone keeps one: the 480p q/k ran at 2.8 TB/s); 8 heads read up front instead cost
-// registers and occupancy and ran slower (bench/RESULTS.md, session 8).
-template <bool kPrefetch>
+// the tables again for every head (as many bytes as x itself). The same bits. Reading more heads
+// ahead did not pay: one head ahead ran at 0.155 ms against 0.152, 8 heads up front cost registers
+// and occupancy and ran at 0.195 (bench/RESULTS.md, sessions 8 and 9).
 __global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restrict__ w, int64_t heads, float eps,
                                       const bf16* __restrict__ cos, const bf16* __restrict__ sin, int R,
                                       bool round_first) {
@@ -155,31 +152,19 @@ __global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restri
   float wv[4], cv[4], sv[4];
   load_lane_tables(w, cos, sin, s, R, l, wv, cv, sv);
   bf16* row = x + s * heads * 128 + l.c0;
-  if constexpr (!kPrefetch) {
-    for (int64_t h = warp; h < heads; h += kWarpsPerBlock)  // warp-uniform: the shuffles stay full-warp
-      norm_rope_head_128(row + h * 128, wv, cv, sv, l, eps, round_first);
-  } else {
-    float current[4] = {}, next[4] = {};
-    if (warp < heads) load4(row + warp * 128, current);
-    for (int64_t h = warp; h < heads; h += kWarpsPerBlock) {  // warp-uniform, as above
-      if (h + kWarpsPerBlock < heads) load4(row + (h + kWarpsPerBlock) * 128, next);
-      norm_rope_store_128(current, row + h * 128, wv, cv, sv, l, eps, round_first);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) current[i] = next[i];
-    }
-  }
+  for (int64_t h = warp; h < heads; h += kWarpsPerBlock)  // warp-uniform: the shuffles stay full-warp
+    norm_rope_head_128(row + h * 128, wv, cv, sv, l, eps, round_first);
 }
 
 // Which kernel D = 128 takes, read at every launch so a test can compare them in one process:
-// OROCHI_QK_NORM_KERNEL=rows (the default), prefetch (rows, reading one head ahead; not yet timed
-// on a GPU) or items (one warp per head). The rows kernel took 0.152 ms where the per-item one
+// OROCHI_QK_NORM_KERNEL=rows (the default) or items (one warp per head). The rows kernel took 0.152 ms where the per-item one
 // took 0.203 at H3's 480p q (H200, bench/RESULTS.md).
-enum class QkKernel { kRows, kPrefetch, kItems };
+enum class QkKernel { kRows, kItems };
 QkKernel qk_kernel_chosen() {
   const char* e = std::getenv("OROCHI_QK_NORM_KERNEL");
   if (e == nullptr) return QkKernel::kRows;
   const std::string v(e);
-  return v == "items" ? QkKernel::kItems : (v == "prefetch" ? QkKernel::kPrefetch : QkKernel::kRows);
+  return v == "items" ? QkKernel::kItems : QkKernel::kRows;
 }
 
 bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
@@ -196,11 +181,9 @@ cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads
   const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
   const bool lanes_of_4 = D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned;
   const QkKernel kernel = qk_kernel_chosen();
-  if (lanes_of_4 && kernel != QkKernel::kItems && S <= kMaxGridX) {
-    auto* rows_kernel = kernel == QkKernel::kPrefetch ? qk_norm_rope_rows_128<true> : qk_norm_rope_rows_128<false>;
-    rows_kernel<<<static_cast<unsigned>(S), 32 * kWarpsPerBlock, 0, stream>>>(x, w, heads, eps, cos, sin,
-                                                                               static_cast<int>(R), round_before_weight);
-  }
+  if (lanes_of_4 && kernel == QkKernel::kRows && S <= kMaxGridX)
+    qk_norm_rope_rows_128<<<static_cast<unsigned>(S), 32 * kWarpsPerBlock, 0, stream>>>(
+        x, w, heads, eps, cos, sin, static_cast<int>(R), round_before_weight);
   else if (lanes_of_4)
     qk_norm_rope_128<<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(x, w, rows, heads, eps, cos, sin,
                                                                   static_cast<int>(R), round_before_weight);
