@@ -83,8 +83,7 @@ int run_bench(const std::vector<std::string>& argv) {
   // `bench text` has its own options: hand it the whole argument list before parsing dit's.
   if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
-                                     "dump-outputs", "gpus", "parallel", "comm-timeout", "vram-per-gpu", "tier", "slots",
-                                     "sp-balance"},
+                                     "dump-outputs", "gpus", "parallel", "comm-timeout", "vram-per-gpu", "tier", "slots"},
                                     {"json", "profile"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
@@ -92,10 +91,9 @@ int run_bench(const std::vector<std::string>& argv) {
                                  "[--device 0] [--seed 7] [--json] [--dump-outputs PATH]\n"
                                  "       orochi bench dit [--res 480p|768p] [--frames 124] [--text-rows 256] "
                                  "[--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 1] [--json] [--profile] "
-                                 "[--dump-outputs PATH] [--gpus 1] [--parallel auto|tp|sp|tpxsp] [--comm-timeout 60] [--sp-balance on|off]\n"
+                                 "[--dump-outputs PATH] [--gpus 1] [--parallel auto|tp|sp|tpxsp] [--comm-timeout 60]\n"
                                  "[--vram-per-gpu GiB [--tier host|peer] [--slots 2]]\n"
                                  "  --gpus N: N GPUs from --device on on the same request, laid out by --parallel\n"
-                                 "  --sp-balance off: keep even SP row shares instead of following the GPUs' measured speeds\n"
                                  "  --vram-per-gpu GiB: hold the weights the planner places for that cap; the other blocks stream\n"
                                  "    from pinned host RAM (--tier host) or the next GPU (--tier peer) through --slots slots\n  --dump-outputs PATH: after the timed forwards, write the "
                                  "last forward's video/audio outputs (f32) with its inputs, layout and timesteps to "
@@ -153,11 +151,8 @@ int run_bench(const std::vector<std::string>& argv) {
       h3::gpu::resident_weight_bytes(config, h3::gpu::whole_model(config)) / gib,
       h3::gpu::request_arena_bytes(config, size, 0) / gib);
   if (!degrees) return fail(degrees.status());
-  const std::string balance = args->get("sp-balance", "on");
-  if (balance != "on" && balance != "off") return fail(invalid_argument("--sp-balance must be on or off, got '" + balance + "'"));
   h3::gpu::MultiGpuLayout parallel{.tp = degrees->tp, .sp = degrees->sp,
-                                   .comm_deadline = std::chrono::milliseconds(*comm_timeout * 1000), .fault = {},
-                                   .balance_rows = balance == "on"};
+                                   .comm_deadline = std::chrono::milliseconds(*comm_timeout * 1000), .fault = {}};
   std::optional<StreamingChoice> streaming;
   h3::gpu::WeightStreaming weight_streaming;
   if (args->has("vram-per-gpu")) {
@@ -196,11 +191,8 @@ int run_bench(const std::vector<std::string>& argv) {
     if (Status s = run_forward(); !s.is_ok()) return fail(s);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i >= *warmup) times.push_back(sec);
-    std::string rows;  // with SP: each rank's rows in this forward
-    if (parallel.sp > 1)
-      for (const dist::Range& r : gpus_run.row_shares()) rows += (rows.empty() ? ", rows " : " | ") + std::to_string(r.size());
-    std::fprintf(stderr, "[orochi] forward %lld/%lld: %.3f s%s%s\n", static_cast<long long>(i + 1),
-                 static_cast<long long>(*warmup + *iters), sec, i < *warmup ? " (warm-up)" : "", rows.c_str());
+    std::fprintf(stderr, "[orochi] forward %lld/%lld: %.3f s%s\n", static_cast<long long>(i + 1),
+                 static_cast<long long>(*warmup + *iters), sec, i < *warmup ? " (warm-up)" : "");
   }
   if (args->has("profile")) {
     // One more forward with an event pair around every stage of every rank: where the time goes,
@@ -260,9 +252,7 @@ int run_bench(const std::vector<std::string>& argv) {
                    {"fraction_of_ceiling", floor_s / median}, {"weights_gib", runner0.weight_bytes() / double(1 << 30)},
                    {"request_gib", runner0.request_bytes_peak() / double(1 << 30)}, {"gpu_used_gib", used_gib},
                    {"out_finite", finite}, {"outputs_fnv1a", hash_hex}, {"gpus", *gpus}, {"tp", parallel.tp}, {"sp", parallel.sp},
-                   {"layout_why", degrees->why}, {"attention", runner0.attention_kernel()},
-                   {"sp_balance", parallel.balance_rows && parallel.sp > 1}, {"sp_rebalances", gpus_run.row_rebalances()}};
-  for (const dist::Range& r : gpus_run.row_shares()) j["rows_per_sp_rank"].push_back(r.size());
+                   {"layout_why", degrees->why}, {"attention", runner0.attention_kernel()}};
   if (streaming) {
     const weights::StreamStats* st = runner0.stream_stats();
     j["streaming"] = {{"vram_per_gpu_gib", std::stod(args->get("vram-per-gpu", "0"))},

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "dist/row_balance.h"
 #include "models/h3/parameters.h"
 #include "models/h3/tensor_parallel.h"
 
@@ -14,6 +13,7 @@ uint64_t aligned(uint64_t bytes) { return (bytes + kArenaAlignment - 1) / kArena
 uint64_t buffer(int64_t elements, uint64_t element_bytes) {
   return aligned(static_cast<uint64_t>(std::max<int64_t>(elements, 0)) * element_bytes);
 }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string group_of(const std::string& name) {
   if (h3::param_group_of(name) == h3::ParamGroup::kAdaln) return "adaln";
@@ -87,11 +87,10 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
   const bool tp = tpn > 1, sp = spn > 1;
   const int64_t H = c.hidden_size, T = c.time_embed_dim, L = s.text_rows, nt = s.timesteps;
   const int64_t inner = c.inner_dim() / tpn, F = c.ffn_dim / tpn;
-  // Rows this GPU holds: the whole sequence, or under Ulysses at most the share a faster GPU may
-  // take when the shares follow the GPUs' speeds (dist/row_balance.h), as the runtime allocates.
-  const int64_t S = dist::share_capacity(s.rows, static_cast<int>(spn));
-  const int64_t Nv = std::min(s.video_rows, S);
-  const int64_t Na = std::min(s.audio_rows, S);
+  // Rows this GPU holds: the whole sequence, or 1/N of it under Ulysses.
+  const int64_t S = ceil_div(s.rows, spn);
+  const int64_t Nv = ceil_div(s.video_rows, spn);
+  const int64_t Na = ceil_div(s.audio_rows, spn);
   const PoolKind state = PoolKind::kRequestState, act = PoolKind::kActivations;
   std::vector<BufferBytes> b = {
       // inputs and per-request state (gpu_request.cpp RequestBuffers, same order)

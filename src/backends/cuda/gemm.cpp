@@ -54,7 +54,6 @@ struct GemmRunner::Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
-  bool tuned = false;  // algo won a timing of the heuristic's candidates
   ~Plan() {
     if (d) cublasLtMatrixLayoutDestroy(d);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -128,22 +127,6 @@ Expected<int> GemmRunner::fastest_candidate(const Plan& plan, const void* candid
   return best;
 }
 
-const GemmRunner::Plan* GemmRunner::tuned_neighbour(const Key& key) const {
-  const Plan* best = nullptr;
-  int64_t best_distance = key.M / 8 + 1;  // within 12.5% of M
-  for (const auto& [k, plan] : plans_) {
-    if (!plan->tuned) continue;
-    Key same_m = k;
-    same_m.M = key.M;
-    const int64_t distance = k.M > key.M ? k.M - key.M : key.M - k.M;
-    if (same_m == key && distance < best_distance) {
-      best = plan.get();
-      best_distance = distance;
-    }
-  }
-  return best;
-}
-
 Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bias, const Operands& operands) {
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
   auto plan = std::make_unique<Plan>();
@@ -197,34 +180,15 @@ Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bia
     return unsupported("cuBLASLt has no algorithm for the GEMM " + shape + " (pointer alignments x " +
                        std::to_string(key.align_x) + ", w " + std::to_string(key.align_w) + ", y " +
                        std::to_string(key.align_y) + " bytes)");
-  // A shape tuned already at a nearby M (sequence-parallel shares move by a few percent between
-  // forwards, dist/row_balance.h) keeps that winner: timing the candidates again would cost a
-  // whole forward's worth of GEMMs for no gain.
-  if (tune && found > 1) {
-    if (const Plan* near = tuned_neighbour(key)) {
-      cublasLtMatmulHeuristicResult_t checked{};
-      if (cublasLtMatmulAlgoCheck(handle_, plan->desc, plan->a, plan->b, plan->d, plan->d, &near->algo, &checked) ==
-              CUBLAS_STATUS_SUCCESS &&
-          checked.workspaceSize <= workspace_bytes_) {
-        plan->algo = near->algo;
-        plan->workspace = checked.workspaceSize;  // not `tuned`: borrowed picks do not lend further
-        Plan* raw = plan.get();
-        plans_.emplace(key, std::move(plan));
-        return raw;
-      }
-    }
-  }
   int best = 0;
   if (tune && found > 1) {
     // The heuristic's first pick is not always the fastest for odd M (packed sequences are):
     // time each candidate on the real operands once, when the shape is first seen.
     OROCHI_ASSIGN_OR_RETURN(best, fastest_candidate(*plan, results.data(), found, operands));
-    ++timed_shapes_;
   }
   const cublasLtMatmulHeuristicResult_t& result = results[best];
   plan->algo = result.algo;
   plan->workspace = result.workspaceSize;
-  plan->tuned = tune && found > 1;
   Plan* raw = plan.get();
   plans_.emplace(key, std::move(plan));
   return raw;

@@ -59,10 +59,8 @@ class GemmRunner {
                           cudaStream_t stream);
 
   size_t cached_plans() const { return plans_.size(); }
-  size_t timed_shapes() const { return timed_shapes_; }  // shapes whose candidates were timed
   // Large shapes (>= 2^30 multiply-adds) are timed over cuBLASLt's top candidates the first time
-  // they are seen and the fastest kept (a shape differing from a tuned one only in M, by at most
-  // 1/8, takes that one's pick); off, the heuristic's first pick is used.
+  // they are seen and the fastest kept; off, the heuristic's first pick is used.
   void set_autotune(bool on) { autotune_ = on; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   int device_index() const { return device_index_; }
@@ -99,8 +97,6 @@ class GemmRunner {
   Status enqueue(const Key& key, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y,
                  cudaStream_t stream);
   Expected<Plan*> plan_for(const Key& key, const void* bias, const Operands& operands);
-  // A tuned plan of the same shape but for M, within 1/8 of key.M (the nearest), or null.
-  const Plan* tuned_neighbour(const Key& key) const;
   // `results`: cublasLtMatmulHeuristicResult_t[count] (an anonymous struct in cublasLt.h, so not named here).
   Expected<int> fastest_candidate(const Plan& plan, const void* results, int count, const Operands& operands);
 
@@ -110,7 +106,6 @@ class GemmRunner {
   int device_index_ = 0;
   bool autotune_ = true;
   std::map<Key, std::unique_ptr<Plan>> plans_;
-  size_t timed_shapes_ = 0;
 };
 
 }  // namespace orochi::cuda

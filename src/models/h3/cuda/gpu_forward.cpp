@@ -21,12 +21,9 @@ Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(er
 }  // namespace
 
 Status H3GpuRunner::attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape) {
-  load_timer_.begin("attention");
-  Status s = flash_attention_ && cuda::flash_attention_unsupported_reason(shape).empty()
-                 ? cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_)
-                 : attention_->run(q, k, v, o, shape, stream_);
-  load_timer_.end();
-  return s;
+  if (flash_attention_ && cuda::flash_attention_unsupported_reason(shape).empty())
+    return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
+  return attention_->run(q, k, v, o, shape, stream_);
 }
 
 std::string H3GpuRunner::attention_kernel() const {
@@ -171,7 +168,6 @@ Status H3GpuRunner::forward() {
   const int64_t R = B.h.dim(0), L = B.text.dim(0), H = config_.hidden_size;
   const int64_t nv = B.video_in.dim(0), na = B.audio_in.dim(0), lt = B.text_pos.dim(0);
   const size_t row_bytes = static_cast<size_t>(H) * 2;
-  if (span_start_) OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(span_start_, stream_));
   // 1. Text: context embedder, token refiner, final norm (all L rows on every rank); this rank's
   //    text rows go into its part of the packed stream.
   OROCHI_RETURN_IF_ERROR(linear(weights_.context_embedder, B.text_in, B.text));
@@ -235,9 +231,7 @@ Status H3GpuRunner::forward() {
     return linear(proj, rows, out);
   };
   OROCHI_RETURN_IF_ERROR(head(weights_.proj_out, B.video_dst, nv, B.video_out, "video head"));
-  OROCHI_RETURN_IF_ERROR(head(weights_.audio_proj_out, B.audio_dst, na, B.audio_out, "audio head"));
-  if (span_stop_) OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(span_stop_, stream_));
-  return Status::ok();
+  return head(weights_.audio_proj_out, B.audio_dst, na, B.audio_out, "audio head");
 }
 
 }  // namespace orochi::h3::gpu

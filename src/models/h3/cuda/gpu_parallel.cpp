@@ -2,13 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <set>
-#include <utility>
 
 #include "backends/cuda/cuda_check.h"
-#include "core/log.h"
 #include "dist/cuda/peer_copy_comm.h"
 #include "dist/nccl/nccl_comm.h"
 #include "dist/rank_threads.h"
@@ -18,18 +14,6 @@ namespace {
 
 ParallelRank rank_of(int world_rank, const MultiGpuLayout& l) {
   return {world_rank % l.tp, l.tp, world_rank / l.tp, l.sp};
-}
-
-// The host rows kept for a rebalance: copies, so that a caller refilling its tensors in place
-// cannot change what a later rebalance uploads.
-H3Inputs copy_inputs(const H3Inputs& in) {
-  H3Inputs c;
-  for (auto [dst, src] : {std::pair{&c.video, &in.video}, {&c.audio, &in.audio}, {&c.text, &in.text},
-                          {&c.timestep_indices, &in.timestep_indices}, {&c.token_tags, &in.token_tags},
-                          {&c.positions, &in.positions}, {&c.video_indices, &in.video_indices},
-                          {&c.audio_indices, &in.audio_indices}, {&c.text_indices, &in.text_indices}})
-    if (src->defined()) *dst = src->clone();
-  return c;
 }
 
 }  // namespace
@@ -91,8 +75,6 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
                                      mg->sp_members_));
   for (int w = 0; w < world; ++w)
     OROCHI_RETURN_IF_ERROR(mg->runners_[w]->set_groups(mg->tp_members_[w].get(), mg->sp_members_[w].get()));
-  if (mg->balancing())
-    OROCHI_RETURN_IF_ERROR(mg->on_every_rank([&](int r) { return mg->runners_[r]->measure_load(); }));
   return mg;
 }
 
@@ -134,101 +116,18 @@ Status H3MultiGpu::upload_weights(const H3Weights& host) {
 
 Status H3MultiGpu::set_request(const Tensor& timesteps, const H3Inputs& inputs) {
   request_ = {inputs.rows(), inputs.text.dim(0), inputs.video.dim(0), inputs.audio.dim(0), timesteps.numel()};
-  next_shares_.clear();
-  smoothed_.clear();
-  rebalances_ = 0;
-  OROCHI_RETURN_IF_ERROR(on_every_rank([&](int r) { return runners_[r]->set_request(timesteps, inputs); }));
-  if (layout_.sp > 1) inputs_ = copy_inputs(inputs);
-  return Status::ok();
+  return on_every_rank([&](int r) { return runners_[r]->set_request(timesteps, inputs); });
 }
 
 Status H3MultiGpu::update_rows(const H3Inputs& inputs) {
-  OROCHI_RETURN_IF_ERROR(on_every_rank([&](int r) { return runners_[r]->update_rows(inputs); }));
-  if (layout_.sp > 1) inputs_ = copy_inputs(inputs);
-  return Status::ok();
+  return on_every_rank([&](int r) { return runners_[r]->update_rows(inputs); });
 }
 
 Status H3MultiGpu::forward() {
-  if (!next_shares_.empty()) {
-    OROCHI_RETURN_IF_ERROR(on_every_rank([&](int r) { return runners_[r]->set_row_shares(inputs_, next_shares_); }));
-    next_shares_.clear();
-    ++rebalances_;
-  }
-  OROCHI_RETURN_IF_ERROR(on_every_rank([&](int r) -> Status {
+  return on_every_rank([&](int r) -> Status {
     OROCHI_RETURN_IF_ERROR(runners_[r]->forward());
     return runners_[r]->synchronize();
-  }));
-  return balancing() ? plan_shares() : Status::ok();
-}
-
-Status H3MultiGpu::set_row_shares(const std::vector<dist::Range>& shares) {
-  if (layout_.sp == 1) return invalid_argument("row shares are for sequence parallelism; this layout has sp 1");
-  if (!inputs_.positions.defined()) return invalid_argument("set_row_shares() before set_request()");
-  // Checked here first: a rank that fails inside on_every_rank aborts the communicators.
-  OROCHI_RETURN_IF_ERROR(check_shares(shares, request_.rows, layout_.sp));
-  OROCHI_RETURN_IF_ERROR(on_every_rank([&](int r) { return runners_[r]->set_row_shares(inputs_, shares); }));
-  next_shares_.clear();
-  return Status::ok();
-}
-
-std::vector<dist::Range> H3MultiGpu::row_shares() const {
-  std::vector<dist::Range> shares;
-  for (int s = 0; s < layout_.sp; ++s) {
-    const std::vector<dist::Range> all = runners_[s * layout_.tp]->row_shares();
-    if (all.empty()) return {};  // before set_request
-    shares.push_back(all.at(s));
-  }
-  return shares;
-}
-
-Status H3MultiGpu::plan_shares() {
-  std::vector<dist::RankLoad> world(runners_.size());
-  OROCHI_RETURN_IF_ERROR(on_every_rank([&](int r) -> Status {
-    OROCHI_ASSIGN_OR_RETURN(world[r], runners_[r]->last_load());
-    return Status::ok();
-  }));
-  // The ranks of one TP group share their rows and wait for each other: the slowest one counts.
-  std::vector<dist::RankLoad> loads(layout_.sp);
-  for (int w = 0; w < world_size(); ++w) {
-    dist::RankLoad& l = loads[w / layout_.tp];
-    l.fixed_ms = std::max(l.fixed_ms, world[w].fixed_ms);
-    l.per_rows_ms = std::max(l.per_rows_ms, world[w].per_rows_ms);
-    l.rows = world[w].rows;
-  }
-  // One forward's timings move by a few tenths of a percent: balance on their running average
-  // (the fixed part, and the cost per row, which stays comparable when the rows change).
-  if (smoothed_.size() == loads.size()) {
-    for (size_t s = 0; s < loads.size(); ++s) {
-      const dist::RankLoad& old = smoothed_[s];
-      dist::RankLoad& l = loads[s];
-      l.fixed_ms = 0.5 * (l.fixed_ms + old.fixed_ms);
-      l.per_rows_ms = 0.5 * (l.per_rows_ms + old.per_rows_ms / old.rows * l.rows);
-    }
-  }
-  smoothed_ = loads;
-  // Balance the row work alone. The exchanges split a block into two stretches every rank must
-  // finish before the other goes on: attention (by heads, the same on every rank) and the row work
-  // between the exchanges. A slower GPU's extra attention time can only be waited out; rows moved to
-  // make up for it would make the row stretch longer on the faster rank (measured: even shares
-  // 2.882 s, shares balancing attention + rows 2.884 s, SP2 1344x768, bench/RESULTS.md session 9).
-  std::vector<dist::RankLoad> rows_only = loads;
-  for (dist::RankLoad& l : rows_only) l.fixed_ms = 0;
-  Expected<dist::RowShares> next =
-      dist::balanced_shares(request_.rows, rows_only, dist::share_capacity(request_.rows, layout_.sp));
-  if (!next) {  // e.g. a timing that came back zero: keep the shares rather than fail the run
-    log_debug("SP row balancing skipped: ", next.status().message());
-    smoothed_.clear();
-    return Status::ok();
-  }
-  const std::vector<dist::Range> current = row_shares();
-  int64_t moved = 0;
-  for (int s = 0; s < layout_.sp; ++s) moved = std::max(moved, std::abs(next->shares[s].size() - current[s].size()));
-  if (moved >= kMinRowMove && next->predicted_ms < next->current_ms * (1 - kMinBalanceGain)) {
-    next_shares_ = next->shares;
-    log_debug("SP rows to ", next->shares[0].size(), " on rank 0 (", current[0].size(), " now): slowest rank ",
-              next->current_ms, " ms -> ", next->predicted_ms, " ms predicted");
-  }
-  return Status::ok();
+  });
 }
 
 Expected<H3Outputs> H3MultiGpu::outputs() {

@@ -28,10 +28,6 @@ struct MultiGpuLayout {
   // Ulysses exchanges by the GPUs' copy engines (dist/cuda/peer_copy_comm.h) when every SP pair has
   // peer access, so they overlap attention and GEMMs; NCCL otherwise (and always for TP's sums).
   bool sp_copy_engines = true;
-  // SP row shares that follow the GPUs' measured speeds (dist/row_balance.h): every forward times
-  // each rank's attention and the rest of its compute, and when moving rows would shorten the
-  // slowest rank by more than kMinBalanceGain the next forward runs with the new shares.
-  bool balance_rows = true;
 };
 
 class H3MultiGpu {
@@ -47,18 +43,7 @@ class H3MultiGpu {
   Status set_request(const Tensor& timesteps, const H3Inputs& inputs);
   Status update_rows(const H3Inputs& inputs);
   // Every rank's forward, each on its own thread; returns when all are done (or one failed).
-  // With SP row balancing, first takes the shares the previous forward's loads asked for.
   Status forward();
-  // SP: every rank's rows from the next forward on (contiguous, in rank order, each within
-  // dist::share_capacity); balancing, when on, goes on from there.
-  Status set_row_shares(const std::vector<dist::Range>& shares);
-  // The SP ranks' rows in the last forward (one range on one GPU), and how often they moved.
-  std::vector<dist::Range> row_shares() const;
-  int row_rebalances() const { return rebalances_; }
-  // A new row split is taken only when it shortens the slowest rank by at least this fraction
-  // and moves at least kMinRowMove rows.
-  static constexpr double kMinBalanceGain = 0.001;
-  static constexpr int64_t kMinRowMove = 32;
   Expected<H3Outputs> outputs();
 
   int world_size() const { return static_cast<int>(runners_.size()); }
@@ -69,14 +54,7 @@ class H3MultiGpu {
 
  private:
   H3MultiGpu() = default;
-  bool balancing() const { return layout_.balance_rows && layout_.sp > 1; }
-  // After a forward: every rank's load, and the shares the next forward should take (if any).
-  Status plan_shares();
   MultiGpuLayout layout_;
-  H3Inputs inputs_;                        // SP: the request's current rows (new shares upload them again)
-  std::vector<dist::Range> next_shares_;   // empty: keep the current ones
-  std::vector<dist::RankLoad> smoothed_;   // per SP index: the loads' running average
-  int rebalances_ = 0;
   std::vector<int> devices_;
   RequestSize request_;
   std::vector<std::unique_ptr<H3GpuRunner>> runners_;

@@ -31,9 +31,7 @@ Status H3GpuRunner::comm_after_compute() {
 Status H3GpuRunner::compute_after_comm() {
   OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(comm_done_, comm_stream_));
   timer_.begin("wait for comm");  // the communication the compute stream could not hide
-  load_timer_.begin("wait");
   Status s = launched(cudaStreamWaitEvent(stream_, comm_done_, 0), "compute stream wait");
-  load_timer_.end();
   timer_.end();
   return s;
 }

@@ -1,9 +1,6 @@
 #include "models/h3/cuda/gpu_request.h"
 
 #include <algorithm>
-#include <string>
-
-#include "dist/row_balance.h"
 
 namespace orochi::h3::gpu {
 namespace {
@@ -21,33 +18,10 @@ void pick_rows(const Tensor& indices, const dist::Range& rows, std::vector<int64
 
 }  // namespace
 
-std::vector<dist::Range> even_shares(int64_t rows, int sp_size) {
-  std::vector<dist::Range> shares;
-  for (int j = 0; j < sp_size; ++j) shares.push_back(dist::even_share(rows, sp_size, j));
-  return shares;
-}
-
-Status check_shares(const std::vector<dist::Range>& shares, int64_t rows, int sp_size) {
-  if (static_cast<int>(shares.size()) != sp_size)
-    return invalid_argument(std::to_string(shares.size()) + " row shares for " + std::to_string(sp_size) + " SP ranks");
-  const int64_t capacity = dist::share_capacity(rows, sp_size);
-  int64_t begin = 0;
-  for (size_t j = 0; j < shares.size(); ++j) {
-    const dist::Range& s = shares[j];
-    if (s.begin != begin || s.size() <= 0 || s.size() > capacity)
-      return invalid_argument("SP rank " + std::to_string(j) + "'s rows [" + std::to_string(s.begin) + ", " +
-                              std::to_string(s.end) + ") do not continue at row " + std::to_string(begin) +
-                              " with 1 to " + std::to_string(capacity) + " rows");
-    begin = s.end;
-  }
-  if (begin != rows)
-    return invalid_argument("the SP row shares end at row " + std::to_string(begin) + " of " + std::to_string(rows));
-  return Status::ok();
-}
-
-RankRows rank_rows(const H3Inputs& in, const std::vector<dist::Range>& shares, int sp_rank) {
+RankRows rank_rows(const H3Inputs& in, int sp_rank, int sp_size) {
   RankRows r;
-  r.shares = shares;
+  const int64_t S = in.rows();
+  for (int j = 0; j < sp_size; ++j) r.shares.push_back(dist::even_share(S, sp_size, j));
   r.rows = r.shares[sp_rank];
   pick_rows(in.video_indices, r.rows, r.video_pos, r.video_dst);
   pick_rows(in.audio_indices, r.rows, r.audio_pos, r.audio_dst);
@@ -58,7 +32,7 @@ RankRows rank_rows(const H3Inputs& in, const std::vector<dist::Range>& shares, i
 RankDims rank_dims(const H3Config& c, const RequestSize& s, const ParallelRank& rank) {
   const TpShare share = tp_share(c, rank.tp_rank, rank.tp_size);
   RankDims d;
-  d.R = dist::share_capacity(s.rows, rank.sp_size);
+  d.R = (s.rows + rank.sp_size - 1) / rank.sp_size;
   d.heads = share.heads.size();
   d.attn_heads = d.heads / rank.sp_size;
   d.head_dim = c.attention_head_dim;
@@ -96,23 +70,6 @@ std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSi
   if (rank.sp_size > 1)
     for (Tensor* t : {&qa, &ka, &va, &oa}) out.push_back({t, {S, d.attn_inner()}, DType::kBF16});
   return out;
-}
-
-void RequestBuffers::view_rows() {
-  const auto nv = static_cast<int64_t>(layout.video_pos.size()), na = static_cast<int64_t>(layout.audio_pos.size());
-  const auto lt = static_cast<int64_t>(layout.text_pos.size()), R = layout.rows.size();
-  const Capacity& c = capacity;
-  video_in = c.video_in.slice(0, 0, nv);
-  video_dst = c.video_dst.slice(0, 0, nv);
-  video_out = c.video_out.slice(0, 0, nv);
-  audio_in = c.audio_in.slice(0, 0, na);
-  audio_dst = c.audio_dst.slice(0, 0, na);
-  audio_out = c.audio_out.slice(0, 0, na);
-  text_pos = c.text_pos.slice(0, 0, lt);
-  text_dst = c.text_dst.slice(0, 0, lt);
-  h = c.h.slice(0, 0, R);
-  ts_idx = c.ts_idx.slice(0, 0, R);
-  adaln_idx = c.adaln_idx.slice(0, 0, R);
 }
 
 size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace,

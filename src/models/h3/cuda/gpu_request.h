@@ -25,16 +25,11 @@ struct RankRows {
   std::vector<int64_t> video_pos, audio_pos, text_pos;  // rows of the modality's inputs
   std::vector<int64_t> video_dst, audio_dst, text_dst;  // where they land: local row (packed - begin)
 };
-// `shares`: every SP rank's contiguous rows, in rank order (even_share's, or balanced ones).
-RankRows rank_rows(const H3Inputs& in, const std::vector<dist::Range>& shares, int sp_rank);
-std::vector<dist::Range> even_shares(int64_t rows, int sp_size);
-// invalid_argument unless `shares` are sp_size contiguous non-empty ranges covering [0, rows), none
-// over share_capacity(rows, sp_size) (what the buffers hold).
-Status check_shares(const std::vector<dist::Range>& shares, int64_t rows, int sp_size);
+RankRows rank_rows(const H3Inputs& in, int sp_rank, int sp_size);
 
 // The widths one rank works with.
 struct RankDims {
-  int64_t R = 0;           // most rows it may own (dist::share_capacity: S / sp and a margin)
+  int64_t R = 0;           // most rows it owns (ceil(S / sp))
   int64_t heads = 0;       // heads of its TP share
   int64_t attn_heads = 0;  // heads it attends over after the all_to_all (heads / sp)
   int64_t head_dim = 0;
@@ -52,14 +47,6 @@ struct BufferSpec {
 
 // Everything a request needs on one GPU, allocated once from the request arena.
 struct RequestBuffers {
-  // The row-sized buffers at their allocated size, which the fields below view at this rank's
-  // current counts (view_rows); the shares may change between forwards.
-  struct Capacity {
-    Tensor video_in, video_dst, video_out, audio_in, audio_dst, audio_out, text_pos, text_dst, h, ts_idx, adaln_idx;
-  } capacity;
-  // Points the row-sized fields at `layout`'s counts.
-  void view_rows();
-
   // inputs (this rank's rows of each modality)
   Tensor video_in, audio_in, text_in;        // f32 [nv, 96], f32 [na, 32], bf16 [L, text_dim]
   Tensor video_dst, audio_dst, text_pos, text_dst, ts_idx, adaln_idx;  // i64

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -127,29 +126,8 @@ H3GpuRunner::~H3GpuRunner() {
   gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
   if (comm_stream_) cudaStreamDestroy(comm_stream_);
-  for (cudaEvent_t e : {compute_ready_, comm_done_, span_start_, span_stop_})
+  for (cudaEvent_t e : {compute_ready_, comm_done_})
     if (e) cudaEventDestroy(e);
-}
-
-Status H3GpuRunner::measure_load() {
-  if (span_start_ == nullptr) {
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&span_start_));
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&span_stop_));
-  }
-  load_timer_.enable(stream_);
-  return Status::ok();
-}
-
-Expected<dist::RankLoad> H3GpuRunner::last_load() {
-  if (span_start_ == nullptr || !buf_) return Status(ErrorCode::kInternal, "last_load() without measure_load() and a forward");
-  std::map<std::string, double> ms = load_timer_.collect();  // waits for the stream
-  float span = 0;
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&span, span_start_, span_stop_));
-  dist::RankLoad load;
-  load.fixed_ms = ms["attention"];
-  load.per_rows_ms = span - load.fixed_ms - ms["wait"];
-  load.rows = buf_->layout.rows.size();
-  return load;
 }
 
 size_t H3GpuRunner::weight_bytes() const { return weight_arena_->used(); }
@@ -238,10 +216,28 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   for (const BufferSpec& b : B.specs(config_, size, rank_)) {
     OROCHI_ASSIGN_OR_RETURN(*b.target, request_arena_->tensor(b.shape, b.dtype));
   }
-  B.capacity = {B.video_in, B.video_dst, B.video_out, B.audio_in, B.audio_dst, B.audio_out,
-                B.text_pos, B.text_dst, B.h, B.ts_idx, B.adaln_idx};
+  // The buffers are sized for the largest share; view them at this rank's actual counts.
+  B.layout = rank_rows(in, rank_.sp_rank, rank_.sp_size);
+  const RankRows& my = B.layout;
+  const auto nv = static_cast<int64_t>(my.video_pos.size()), na = static_cast<int64_t>(my.audio_pos.size());
+  const auto lt = static_cast<int64_t>(my.text_pos.size()), R = my.rows.size();
+  B.video_in = B.video_in.slice(0, 0, nv);
+  B.video_dst = B.video_dst.slice(0, 0, nv);
+  B.video_out = B.video_out.slice(0, 0, nv);
+  B.audio_in = B.audio_in.slice(0, 0, na);
+  B.audio_dst = B.audio_dst.slice(0, 0, na);
+  B.audio_out = B.audio_out.slice(0, 0, na);
+  B.text_pos = B.text_pos.slice(0, 0, lt);
+  B.text_dst = B.text_dst.slice(0, 0, lt);
+  B.h = B.h.slice(0, 0, R);
+  B.ts_idx = B.ts_idx.slice(0, 0, R);
+  B.adaln_idx = B.adaln_idx.slice(0, 0, R);
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(in.text.to(DType::kF32), B.text_in, stream_));
-  OROCHI_RETURN_IF_ERROR(take_rows(in, even_shares(size.rows, rank_.sp_size)));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.video_dst, B.video_dst, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.audio_dst, B.audio_dst, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.text_pos, B.text_pos, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_ints(my.text_dst, B.text_dst, stream_));
+  OROCHI_RETURN_IF_ERROR(upload_rows(in));
   // RoPE angles in f32 on the host, then bf16, as the reference casts cos/sin to the activations'
   // dtype; every row's, since attention sees them all.
   const cpu::RopeTable rope = cpu::rope_table(
@@ -250,33 +246,6 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.cos, B.rope_cos, stream_));
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rope.sin, B.rope_sin, stream_));
   return build_tables(timesteps);
-}
-
-Status H3GpuRunner::set_row_shares(const H3Inputs& in, const std::vector<dist::Range>& shares) {
-  if (!buf_) return Status(ErrorCode::kInternal, "set_row_shares() before set_request()");
-  OROCHI_RETURN_IF_ERROR(validate_inputs(config_, in, buf_->n_t));
-  if (in.rows() != buf_->size.rows || in.video.dim(0) != buf_->size.video_rows ||
-      in.audio.dim(0) != buf_->size.audio_rows || in.text.dim(0) != buf_->size.text_rows)
-    return invalid_argument("set_row_shares: the rows must keep the request's sizes (" +
-                            std::to_string(buf_->size.rows) + " packed rows)");
-  OROCHI_RETURN_IF_ERROR(check_shares(shares, buf_->size.rows, rank_.sp_size));
-  return take_rows(in, shares);
-}
-
-// The rows `shares` gives this rank: the buffers viewed at its counts, then where its text, video
-// and audio rows go and the rows themselves (the text features stay: every rank holds all of them).
-Status H3GpuRunner::take_rows(const H3Inputs& in, const std::vector<dist::Range>& shares) {
-  RequestBuffers& B = *buf_;
-  // Nothing may still read the old views: the previous forward is done before the layout changes.
-  OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
-  B.layout = rank_rows(in, shares, rank_.sp_rank);
-  B.view_rows();
-  const RankRows& my = B.layout;
-  OROCHI_RETURN_IF_ERROR(upload_ints(my.video_dst, B.video_dst, stream_));
-  OROCHI_RETURN_IF_ERROR(upload_ints(my.audio_dst, B.audio_dst, stream_));
-  OROCHI_RETURN_IF_ERROR(upload_ints(my.text_pos, B.text_pos, stream_));
-  OROCHI_RETURN_IF_ERROR(upload_ints(my.text_dst, B.text_dst, stream_));
-  return upload_rows(in);
 }
 
 Status H3GpuRunner::update_rows(const H3Inputs& in) {

@@ -29,7 +29,6 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "dist/comm.h"
-#include "dist/row_balance.h"
 #include "weights/cuda/gpu_block_tier.h"
 #include "models/h3/cuda/gpu_request.h"
 #include "models/h3/cuda/gpu_weights.h"
@@ -81,16 +80,6 @@ class H3GpuRunner {
   // The next step of the same request: new video/audio rows and timestep indices (into the tables
   // set_request built); the text, layout and sizes stay.
   Status update_rows(const H3Inputs& inputs);
-  // SP: the rows of every rank from now on (contiguous, rank order, each within the buffers'
-  // capacity, check_shares), with `inputs` the request's current rows; set_request starts even.
-  Status set_row_shares(const H3Inputs& inputs, const std::vector<dist::Range>& shares);
-  std::vector<dist::Range> row_shares() const { return buf_ ? buf_->layout.shares : std::vector<dist::Range>{}; }
-  // Times the following forwards' attention, waits for peers and span (three event pairs per
-  // block), so that last_load() can say how this rank's time splits.
-  Status measure_load();
-  // After a measured forward has finished: its attention (work that does not follow the rows) and
-  // the rest of its compute, waits left out.
-  Expected<dist::RankLoad> last_load();
   Status forward();
   Status synchronize();
   Expected<H3Outputs> outputs();  // host f32 copies of the whole request (no SP: every row is here)
@@ -117,7 +106,6 @@ class H3GpuRunner {
   H3GpuRunner() = default;
   Status build_tables(const Tensor& timesteps);
   Status upload_rows(const H3Inputs& inputs);
-  Status take_rows(const H3Inputs& inputs, const std::vector<dist::Range>& shares);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
   // y[i] = x · w[i]^T for q, k and v: one batched cuBLASLt call when the three weights and the
   // three outputs are equally spaced views of one size (GemmRunner::linear_shared_input), else a
@@ -190,8 +178,6 @@ class H3GpuRunner {
   std::unique_ptr<RequestBuffers> buf_;
   size_t request_mark_ = 0;
   StageTimer timer_, comm_timer_;
-  StageTimer load_timer_;  // measure_load(): "attention" and "wait" on the compute stream
-  cudaEvent_t span_start_ = nullptr, span_stop_ = nullptr;
 };
 
 }  // namespace orochi::h3::gpu
