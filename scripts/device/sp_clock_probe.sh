@@ -3,7 +3,7 @@
 # On nvidia-h200-x2, the one-GPU 768p forward on GPU 0 three ways, with telemetry:
 #   alone; beside the same forward on GPU 1 (a second process: both GPUs busy, no traffic);
 #   beside SP2-shaped copy-engine traffic between the GPUs (scripts/device/p2p_load.py: traffic,
-#   GPU 1's SMs idle).
+#   GPU 1's SMs idle); then alone again, and SP2 itself for its clocks in the same call.
 # If "beside GPU 1" alone slows GPU 0, the cause is the shared chassis (heat, power delivery); if
 # the traffic does, it is the link. Usage (carry gpu-dist): bash scripts/device/sp_clock_probe.sh
 set -uo pipefail
@@ -36,4 +36,6 @@ bench gpu0_beside_p2p 0
 kill -TERM "$load" 2> /dev/null; wait "$load" 2> /dev/null; cat "$OUT/p2p_load.txt"
 telemetry_mark "gpu0 alone again"
 bench gpu0_alone_again 0
+telemetry_mark "sp2 (both GPUs, one request)"
+gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel sp --warmup 2 --iters 5 --json 2> "$OUT/sp2.err" | median sp2
 telemetry_stop
