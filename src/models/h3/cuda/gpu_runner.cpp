@@ -100,6 +100,11 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->flash_options_.workspace = ws;
   r->flash_options_.workspace_bytes = attn_ws;
   OROCHI_ASSIGN_OR_RETURN(r->gemm_, cuda::GemmRunner::create(device));
+  // OROCHI_GEMM_PICK=timed (the default): each large shape runs the fastest of cuBLASLt's top
+  // candidates timed one call at a time; heuristic: cuBLASLt's first pick. For side-by-side
+  // timing: a burst winner need not win inside a power-capped forward (bench/RESULTS.md, session 7).
+  OROCHI_ASSIGN_OR_RETURN(const std::string pick, env_choice("OROCHI_GEMM_PICK", {"timed", "heuristic"}, "timed"));
+  r->gemm_->set_autotune(pick == "timed");
   r->request_mark_ = r->request_arena_->mark();
   return r;
 }
