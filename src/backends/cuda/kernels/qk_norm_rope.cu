@@ -77,13 +77,14 @@ __device__ __forceinline__ RopeLane rope_lane(int lane, int R) {
   return {c0, first, second, first ? lane + lane_offset : (second ? lane - lane_offset : lane)};
 }
 
-// One head of 128 channels whose lane part v was read from xr (already offset by the lane's c0):
-// the lane's part of the RMSNorm with weights wv, then RoPE with its cos/sin channels cv, sv,
-// stored back to xr. The whole warp calls it.
-__device__ __forceinline__ void norm_rope_store_128(const float (&v)[4], bf16* xr, const float (&wv)[4],
-                                                    const float (&cv)[4], const float (&sv)[4], const RopeLane& l,
-                                                    float eps, bool round_first) {
+// One head of 128 channels at xr (already offset by the lane's c0), in place: the lane's part of
+// the RMSNorm with weights wv, then RoPE with its cos/sin channels cv, sv. The whole warp calls it.
+__device__ __forceinline__ void norm_rope_head_128(bf16* xr, const float (&wv)[4], const float (&cv)[4],
+                                                   const float (&sv)[4], const RopeLane& l, float eps,
+                                                   bool round_first) {
   constexpr int D = 128;
+  float v[4];
+  load4(xr, v);
   const float inv = rsqrtf(warp_sum(v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) / D + eps);
   float n[4];
 #pragma unroll
@@ -102,15 +103,6 @@ __device__ __forceinline__ void norm_rope_store_128(const float (&v)[4], bf16* x
   pairs[0] = __floats2bfloat162_rn(out[0], out[1]);
   pairs[1] = __floats2bfloat162_rn(out[2], out[3]);
   *reinterpret_cast<uint2*>(xr) = raw;
-}
-
-// The same, in place: reads the lane's part of the head first.
-__device__ __forceinline__ void norm_rope_head_128(bf16* xr, const float (&wv)[4], const float (&cv)[4],
-                                                   const float (&sv)[4], const RopeLane& l, float eps,
-                                                   bool round_first) {
-  float v[4];
-  load4(xr, v);
-  norm_rope_store_128(v, xr, wv, cv, sv, l, eps, round_first);
 }
 
 // The lane's weight channels, and its cos/sin channels of sequence position s (zeros when it
@@ -157,14 +149,11 @@ __global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restri
 }
 
 // Which kernel D = 128 takes, read at every launch so a test can compare them in one process:
-// OROCHI_QK_NORM_KERNEL=rows (the default) or items (one warp per head). The rows kernel took 0.152 ms where the per-item one
-// took 0.203 at H3's 480p q (H200, bench/RESULTS.md).
-enum class QkKernel { kRows, kItems };
-QkKernel qk_kernel_chosen() {
+// OROCHI_QK_NORM_KERNEL=rows (the default) or items (one warp per head). The rows kernel took
+// 0.152 ms where the per-item one took 0.203 at H3's 480p q (H200, bench/RESULTS.md).
+bool items_kernel_chosen() {
   const char* e = std::getenv("OROCHI_QK_NORM_KERNEL");
-  if (e == nullptr) return QkKernel::kRows;
-  const std::string v(e);
-  return v == "items" ? QkKernel::kItems : QkKernel::kRows;
+  return e != nullptr && std::string(e) == "items";
 }
 
 bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
@@ -180,8 +169,7 @@ cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads
   const unsigned blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
   const bool lanes_of_4 = D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned;
-  const QkKernel kernel = qk_kernel_chosen();
-  if (lanes_of_4 && kernel == QkKernel::kRows && S <= kMaxGridX)
+  if (lanes_of_4 && !items_kernel_chosen() && S <= kMaxGridX)
     qk_norm_rope_rows_128<<<static_cast<unsigned>(S), 32 * kWarpsPerBlock, 0, stream>>>(
         x, w, heads, eps, cos, sin, static_cast<int>(R), round_before_weight);
   else if (lanes_of_4)
