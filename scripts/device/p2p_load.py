@@ -7,6 +7,9 @@ kernel touches the SMs) for --seconds, so a one-GPU forward run beside it shows 
 traffic alone lowers the SM clock under the power cap (scripts/device/sp_clock_probe.sh).
 
   python3 scripts/device/p2p_load.py --seconds 60 [--period-ms 58 --qkv-mb 408 --o-mb 136]
+
+--qkv-mb 1 --o-mb 1 keeps the link busy with almost no bytes (is the cost per byte or for the link
+being in use?); --qkv-mb 0 --o-mb 0 moves nothing (does a second process's context alone cost?).
 """
 import argparse
 import signal
@@ -26,7 +29,7 @@ def main() -> None:
     a, b = args.devices
     if torch.cuda.device_count() <= max(a, b):
         raise SystemExit(f"needs GPUs {a} and {b}; this machine has {torch.cuda.device_count()}")
-    elements = int(max(args.qkv_mb, args.o_mb) * 2**20 // 2)
+    elements = max(1, int(max(args.qkv_mb, args.o_mb) * 2**20 // 2))
     bufs = {d: (torch.empty(elements, dtype=torch.bfloat16, device=d),
                 torch.empty(elements, dtype=torch.bfloat16, device=d)) for d in (a, b)}
     for d in (a, b):
@@ -42,6 +45,8 @@ def main() -> None:
     while time.perf_counter() - start < args.seconds and not stop:
         t0 = time.perf_counter()
         for n in (qkv, o):  # each direction pushes into the other GPU's receive buffer
+            if n == 0:  # --qkv-mb 0 --o-mb 0: the contexts on both GPUs, no traffic (a control)
+                continue
             for src, dst in ((a, b), (b, a)):
                 with torch.cuda.stream(streams[src]):
                     bufs[dst][1][:n].copy_(bufs[src][0][:n], non_blocking=True)

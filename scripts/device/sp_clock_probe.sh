@@ -6,6 +6,7 @@
 #   GPU 1's SMs idle); then alone again, and SP2 itself for its clocks in the same call.
 # If "beside GPU 1" alone slows GPU 0, the cause is the shared chassis (heat, power delivery); if
 # the traffic does, it is the link. Usage (carry gpu-dist): bash scripts/device/sp_clock_probe.sh
+# (STEPS, RES, WARMUP, ITERS below).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -13,29 +14,42 @@ OUT="${OUT:-/tmp/out}"
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 source scripts/device/gpu_telemetry.sh
-res="${RES:-768p}"
+res="${RES:-768p}" warmup="${WARMUP:-2}" iters="${ITERS:-5}"
 median() {  # label: the bench's median forward from its JSON on stdin
   python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print('$1:', round(d['forward_s_median'], 4), round(d['forward_s_min'], 4), round(d['forward_s_max'], 4))"
 }
 bench() {  # label, device
-  gpu-dist/orochi bench dit --res "$res" --device "$2" --warmup 2 --iters 5 --json 2> "$OUT/$1.err" | median "$1"
+  gpu-dist/orochi bench dit --res "$res" --device "$2" --warmup "$warmup" --iters "$iters" --json 2> "$OUT/$1.err" | median "$1"
 }
+# STEPS: what runs, in order: alone (GPU 0's forward), beside (and the same forward on GPU 1),
+# p2p:QKV_MB:O_MB (beside p2p_load.py with those sizes per 58 ms period), sp2 (SP2 itself).
+steps="${STEPS:-alone beside p2p:408:136 alone sp2}"
 telemetry_start "$OUT"
-telemetry_mark "gpu0 alone"
-bench gpu0_alone 0
-telemetry_mark "gpu0 beside gpu1 forward"
-( bench gpu1_beside 1 > "$OUT/gpu1_beside.txt" ) &
-other=$!
-bench gpu0_beside_gpu1 0
-wait "$other"; cat "$OUT/gpu1_beside.txt"
-telemetry_mark "gpu0 beside p2p traffic"
-python3 scripts/device/p2p_load.py --seconds "${LOAD_SECONDS:-75}" > "$OUT/p2p_load.txt" 2>&1 &
-load=$!
-sleep 2
-bench gpu0_beside_p2p 0
-kill -TERM "$load" 2> /dev/null; wait "$load" 2> /dev/null; cat "$OUT/p2p_load.txt"
-telemetry_mark "gpu0 alone again"
-bench gpu0_alone_again 0
-telemetry_mark "sp2 (both GPUs, one request)"
-gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel sp --warmup 2 --iters 5 --json 2> "$OUT/sp2.err" | median sp2
+n=0
+for step in $steps; do
+  n=$((n + 1))
+  case "$step" in
+    alone)
+      telemetry_mark "$n gpu0 alone"
+      bench "${n}_gpu0_alone" 0 ;;
+    beside)
+      telemetry_mark "$n gpu0 beside gpu1 forward"
+      ( bench "${n}_gpu1_beside" 1 > "$OUT/gpu1_beside.txt" ) &
+      other=$!
+      bench "${n}_gpu0_beside_gpu1" 0
+      wait "$other"; cat "$OUT/gpu1_beside.txt" ;;
+    p2p:*)
+      IFS=: read -r _ qkv o <<< "$step"
+      telemetry_mark "$n gpu0 beside p2p $qkv+$o MB"
+      python3 scripts/device/p2p_load.py --seconds "${LOAD_SECONDS:-75}" --qkv-mb "$qkv" --o-mb "$o" > "$OUT/p2p_load.txt" 2>&1 &
+      load=$!
+      sleep 2
+      bench "${n}_gpu0_beside_p2p_${qkv}_${o}" 0
+      kill -TERM "$load" 2> /dev/null; wait "$load" 2> /dev/null; cat "$OUT/p2p_load.txt" ;;
+    sp2)
+      telemetry_mark "$n sp2 (both GPUs, one request)"
+      gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel sp --warmup "$warmup" --iters "$iters" --json 2> "$OUT/sp2.err" | median "${n}_sp2" ;;
+    *) echo "unknown step $step" >&2; exit 2 ;;
+  esac
+done
 telemetry_stop

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "backends/cuda/device.h"
 #include "models/h3/cuda/gpu_parallel.h"
@@ -65,6 +68,33 @@ TEST_P(H3GpuParallel, MatchesOneGpu) {
 INSTANTIATE_TEST_SUITE_P(Layouts, H3GpuParallel,
                          ::testing::Values(MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}),
                          [](const auto& info) { return info.param.tp > 1 ? std::string("TP2") : std::string("SP2"); });
+
+// SP2's other schemes, chosen by environment variables the runner reads at creation: q/k/v
+// chunks of every rank's heads sent instead of the rows of x (OROCHI_SP_QKV=heads), and attention
+// one share of query rows at a time (OROCHI_SP_ATTENTION=split).
+TEST(H3GpuParallelSchemes, SpHeadsAndSplitAttentionMatchOneGpu) {
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const h3::H3Config c = narrow_config();
+  const Request r = narrow_request(c);
+  const h3::H3Outputs want = one_gpu(c, r, 5);
+  const std::pair<const char*, const char*> schemes[] = {{"heads", "whole"}, {"gather", "split"}, {"heads", "split"}};
+  for (const auto& [qkv, attention] : schemes) {
+    setenv("OROCHI_SP_QKV", qkv, 1);
+    setenv("OROCHI_SP_ATTENTION", attention, 1);
+    auto mg = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size);
+    unsetenv("OROCHI_SP_QKV");
+    unsetenv("OROCHI_SP_ATTENTION");
+    ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
+    ASSERT_TRUE((*mg)->init_random_weights(5).is_ok());
+    ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
+    Status s = (*mg)->forward();
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    Expected<h3::H3Outputs> got = (*mg)->outputs();
+    ASSERT_TRUE(got.has_value()) << got.status().to_string();
+    const std::string what = std::string("SP2 qkv=") + qkv + " attention=" + attention;
+    expect_close(*got, want, what.c_str());
+  }
+}
 
 TEST(H3GpuParallelGolden, TinyTp2AndSp2WithinTheBf16Band) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";

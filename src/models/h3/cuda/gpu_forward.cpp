@@ -43,7 +43,7 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   const Tensor q = B.q.slice(0, 0, rows), k = B.k.slice(0, 0, rows), v = B.v.slice(0, 0, rows), o = B.o.slice(0, 0, rows);
   if (main && sp_ != nullptr) {
     // q/k/v arrive normalized and rotated; attention over all rows, back to this rank's rows.
-    OROCHI_RETURN_IF_ERROR(ulysses_qkv(b, x));
+    OROCHI_RETURN_IF_ERROR(gather_sp_rows_ ? ulysses_qkv_gathered(b, x) : ulysses_qkv(b, x));
     if (!tp_ && !split_sp_attention_) return ulysses_attention_out(b.to_out, out);
     OROCHI_RETURN_IF_ERROR(ulysses_attention());
     return linear_reduced(b.to_out, o, out, "gemm out");

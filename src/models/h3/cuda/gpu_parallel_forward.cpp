@@ -82,10 +82,10 @@ Status H3GpuRunner::exchange_round(int step, const Tensor& send, const Tensor& r
                          DType::kBF16);
 }
 
-// q, k, v of this rank's rows x [R, H] for every SP rank's heads: each peer's chunk of heads is
-// projected (q, k and v in one batched GEMM) and sent while the next chunk's GEMM runs; this rank's
-// own chunk comes last, under the tail of the exchanges. Every row of this rank's heads ends in
-// qa/ka/va [S, C].
+// The heads scheme (OROCHI_SP_QKV=heads): q, k, v of this rank's rows x [R, H] for every SP
+// rank's heads: each peer's chunk of heads is projected (q, k and v in one batched GEMM) and sent
+// while the next chunk's GEMM runs; this rank's own chunk comes last, under the tail of the
+// exchanges. Every row of this rank's heads ends in qa/ka/va [S, C].
 Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
   RequestBuffers& B = *buf_;
   const RankRows& my = B.layout;
@@ -118,6 +118,47 @@ Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
   const Tensor mine[] = {my_rows(B.qa), my_rows(B.ka), my_rows(B.va)};
   OROCHI_RETURN_IF_ERROR(project(r, mine));
   return compute_after_comm();
+}
+
+// q, k, v of all S rows of this rank's heads into qa/ka/va: this rank's rows of x [R, H] go to
+// every peer while this rank projects its own rows; then the peers' rows that arrived in xa.
+// H values per row cross the link instead of the heads scheme's 3 * inner / sp chunks per peer.
+Status H3GpuRunner::ulysses_qkv_gathered(const GpuBlock& b, const Tensor& x) {
+  RequestBuffers& B = *buf_;
+  const RankRows& my = B.layout;
+  const RankDims d = rank_dims(config_, B.size, rank_);
+  const int n = rank_.sp_size, r = rank_.sp_rank;
+  const int64_t C = d.attn_inner(), H = config_.hidden_size, R = my.rows.size(), rot = config_.rotary_dim();
+  // xa holds the peers' rows in row order, without this rank's: row i lands at i, or i - R past mine.
+  auto xa_row = [&](int64_t row) { return row < my.rows.begin ? row : row - R; };
+  std::vector<int64_t> send_counts(n, R * H), send_offsets(n, 0), recv_counts(n, 0), recv_offsets(n, 0);
+  send_counts[r] = 0;
+  for (int j = 0; j < n; ++j)
+    if (j != r) recv_counts[j] = my.shares[j].size() * H, recv_offsets[j] = xa_row(my.shares[j].begin) * H;
+  OROCHI_RETURN_IF_ERROR(comm_after_compute());
+  comm_timer_.begin("all_gather x");
+  OROCHI_RETURN_IF_ERROR(sp_->all_to_all(x.raw_data(), send_counts, send_offsets, B.xa.raw_data(), recv_counts,
+                                         recv_offsets, DType::kBF16));
+  comm_timer_.end();
+  const GpuLinear w[] = {out_rows(b.to_q, r, C), out_rows(b.to_k, r, C), out_rows(b.to_v, r, C)};
+  // Rows `rows` of the packed sequence from `in` [rows, H], normalized and rotated with their angles.
+  auto project = [&](const dist::Range& rows, const Tensor& in) -> Status {
+    auto part = [&](const Tensor& t) { return t.slice(0, rows.begin, rows.end); };
+    const Tensor out[] = {part(B.qa), part(B.ka), part(B.va)};  // [rows, C]
+    timer_.begin("gemm qkv");
+    OROCHI_RETURN_IF_ERROR(project_qkv(w, in, out));
+    timer_.end();
+    return qk_norm_rope(b, out[0], out[1], rows.size(), d.attn_heads, ptr<const bf16>(B.rope_cos) + rows.begin * rot,
+                        ptr<const bf16>(B.rope_sin) + rows.begin * rot, rot);
+  };
+  OROCHI_RETURN_IF_ERROR(project(my.rows, x));
+  OROCHI_RETURN_IF_ERROR(compute_after_comm());
+  for (int j = 0; j < n; ++j) {
+    if (j == r) continue;
+    const int64_t first = xa_row(my.shares[j].begin);
+    OROCHI_RETURN_IF_ERROR(project(my.shares[j], B.xa.slice(0, first, first + my.shares[j].size())));
+  }
+  return Status::ok();
 }
 
 // Attention of this rank's heads over all S rows, one SP share of query rows at a time: the

@@ -67,8 +67,10 @@ std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSi
       {&video_out, {nv, c.video_patch_dim()}, DType::kF32},
       {&audio_out, {na, c.audio_in_channels}, DType::kF32},
   };
-  if (rank.sp_size > 1)
+  if (rank.sp_size > 1) {
     for (Tensor* t : {&qa, &ka, &va, &oa}) out.push_back({t, {S, d.attn_inner()}, DType::kBF16});
+    out.push_back({&xa, {(rank.sp_size - 1) * d.R, H}, DType::kBF16});
+  }
   return out;
 }
 

@@ -60,6 +60,7 @@ struct RequestBuffers {
   Tensor h, a, o2;      // bf16 [rows, H]
   Tensor q, k, v, o;    // bf16 [rows, inner]: with SP, q/k/v/o hold [sp, R, inner / sp] chunks
   Tensor qa, ka, va, oa;  // bf16 [S, inner / sp]: all rows of the heads this rank attends (SP only)
+  Tensor xa;            // bf16 [(sp - 1) * R, H]: the peers' rows of the attention input, in row order (SP only)
   Tensor u, g;          // bf16 [rows, 2F], [rows, F]
   Tensor text;          // bf16 [L, H]
   Tensor rows_f32;      // f32 [rows, H]: patch embeddings in, head inputs out

@@ -50,6 +50,8 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->device_ = device;
   const char* sp_attention = std::getenv("OROCHI_SP_ATTENTION");
   r->split_sp_attention_ = sp_attention != nullptr && std::string(sp_attention) == "split";
+  OROCHI_ASSIGN_OR_RETURN(const std::string sp_qkv, env_choice("OROCHI_SP_QKV", {"gather", "heads"}, "gather"));
+  r->gather_sp_rows_ = sp_qkv == "gather";
   OROCHI_ASSIGN_OR_RETURN(const std::string attention, env_choice("OROCHI_ATTENTION", {"cudnn", "flash"}, "flash"));
   r->flash_attention_ = attention == "flash";
   OROCHI_ASSIGN_OR_RETURN(r->flash_options_, cuda::flash_attention_options_from_environment());

@@ -119,8 +119,10 @@ class H3GpuRunner {
   // Attention through Orochi's Hopper kernel when chosen and the shape fits it, else cuDNN.
   Status attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape);
   Status feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out);
-  // Ulysses SP: q/k/v of this rank's rows to all rows of its heads, and attention back.
+  // Ulysses SP: q/k/v of all rows of this rank's heads into qa/ka/va, normalized and rotated,
+  // by one of the two schemes below (gather_sp_rows_), and attention back.
   Status ulysses_qkv(const GpuBlock& b, const Tensor& x);
+  Status ulysses_qkv_gathered(const GpuBlock& b, const Tensor& x);
   Status ulysses_attention();
   // Without TP: attention over all rows in one call, then the out-projection split along its
   // input (heads): this rank's heads first, while the peers' heads of its rows travel.
@@ -153,6 +155,12 @@ class H3GpuRunner {
   // OROCHI_SP_ATTENTION=split: attention one SP share of query rows at a time, each share's
   // output sent while the next computes (the earlier scheme, kept for side-by-side timing).
   bool split_sp_attention_ = false;
+  // OROCHI_SP_QKV=gather (the default): SP ranks exchange their rows of the attention input x
+  // (H values per row) and each projects its own heads over all rows; heads: each rank projects
+  // every rank's heads of its own rows and sends the q/k/v chunks (3 * inner / sp values per row,
+  // twice H's share at sp 2). Same arithmetic; the NVLink traffic costs the power-capped GPUs
+  // compute clock (bench/RESULTS.md, session 10), so the smaller exchange is the default.
+  bool gather_sp_rows_ = true;
   // OROCHI_ATTENTION=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
   // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
   bool flash_attention_ = true;
