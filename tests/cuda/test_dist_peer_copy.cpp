@@ -1,7 +1,10 @@
 // Copy-engine collectives (dist/cuda/peer_copy_comm.h) on two GPUs: uneven all_to_all and
 // all_gather against host expectations, the heartbeat, refusals, and a stalled rank ending both
-// ranks' calls with an error naming it within deadline + 2 s. Skips without two GPUs.
+// ranks' calls with an error naming it within deadline + 2 s, and paced pushes (OROCHI_PEER_PACE).
+// Skips without two GPUs, except the pace parser's test.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "dist/cuda/peer_copy_comm.h"
 #include "dist_test_support.h"
@@ -90,6 +93,51 @@ TEST_F(DistPeerCopy, AllGatherAndHeartbeat) {
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(got[r], want) << "rank " << r;
     EXPECT_EQ(minima[r], 39) << "rank " << r;
+  }
+}
+
+// OROCHI_PEER_PACE: pushes in 1 MB pieces with 20 us host pauses between them deliver the same
+// bytes (a 4 MB + 123-float piece per rank: four full pieces and a partial one).
+TEST_F(DistPeerCopy, PacedAllGatherMatchesTheHost) {
+  setenv("OROCHI_PEER_PACE", "1:20", 1);
+  auto comms = members();
+  unsetenv("OROCHI_PEER_PACE");
+  ASSERT_EQ(comms.size(), 2u);
+  constexpr int64_t n = (int64_t{1} << 20) + 123;
+  auto value = [](int rank, int64_t i) { return static_cast<float>(rank * 2'000'000 + i); };  // exact in f32
+  std::vector<std::vector<float>> got(kRanks);
+  run_ranks(comms, [&](Comm& comm, cudaStream_t stream) {
+    std::vector<float> send(n);
+    for (int64_t i = 0; i < n; ++i) send[i] = value(comm.rank(), i);
+    DeviceBytes d_send(n * sizeof(float), stream), d_recv(kRanks * n * sizeof(float), stream);
+    d_send.upload(send);
+    Status s = comm.all_gather(d_send.get(), d_recv.get(), n, DType::kF32);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(comm.synchronize().is_ok());
+    got[comm.rank()] = d_recv.download<float>();
+  });
+  std::vector<float> want;
+  for (int j = 0; j < kRanks; ++j)
+    for (int64_t i = 0; i < n; ++i) want.push_back(value(j, i));
+  for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(got[r] == want) << "rank " << r;
+}
+
+// The variable's parser runs without GPUs.
+TEST(DistPeerCopyPace, ParsesMegabytesAndMicrosecondsAndRefusesTheRest) {
+  for (const char* off : {static_cast<const char*>(nullptr), ""}) {
+    Expected<dist::PeerCopyPace> p = dist::parse_peer_copy_pace(off);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->piece_bytes, 0u);
+  }
+  Expected<dist::PeerCopyPace> p = dist::parse_peer_copy_pace("32:150");
+  ASSERT_TRUE(p.has_value()) << p.status().to_string();
+  EXPECT_EQ(p->piece_bytes, size_t{32} << 20);
+  EXPECT_EQ(p->gap_us, 150);
+  for (const char* bad : {"32", "x:1", "0:5", "32:-1", "32:", "32:5x", ":5", "5000:1", "32:200000"}) {
+    Expected<dist::PeerCopyPace> q = dist::parse_peer_copy_pace(bad);
+    ASSERT_FALSE(q.has_value()) << bad;
+    EXPECT_EQ(q.status().code(), ErrorCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(contains(q.status().message(), "OROCHI_PEER_PACE")) << q.status().message();
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "backends/cuda/cuda_check.h"
@@ -14,7 +17,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+void CUDART_CB pause_stream(void* microseconds) {
+  std::this_thread::sleep_for(std::chrono::microseconds(reinterpret_cast<intptr_t>(microseconds)));
+}
+
 }  // namespace
+
+Expected<PeerCopyPace> parse_peer_copy_pace(const char* text) {
+  if (text == nullptr || *text == '\0') return PeerCopyPace{};
+  const std::string value(text);
+  auto bad = [&] {
+    return invalid_argument("OROCHI_PEER_PACE='" + value +
+                            "': expected MB:US, a piece size of 1-4096 MB and a gap of 0-100000 microseconds "
+                            "(for example 32:150), or unset it");
+  };
+  const size_t colon = value.find(':');
+  if (colon == std::string::npos) return bad();
+  char* end = nullptr;
+  const long mb = std::strtol(value.c_str(), &end, 10);
+  if (end != value.c_str() + colon || mb < 1 || mb > 4096) return bad();
+  const char* us_text = value.c_str() + colon + 1;
+  const long us = std::strtol(us_text, &end, 10);
+  if (*us_text == '\0' || *end != '\0' || us < 0 || us > 100000) return bad();
+  return PeerCopyPace{static_cast<size_t>(mb) << 20, static_cast<int>(us)};
+}
 
 class PeerCopyMember final : public Comm {
  public:
@@ -111,7 +137,14 @@ Status PeerCopyMember::exchange(const char* op, const void* send, const std::vec
       continue;
     }
     OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(me.stream, peer.ready, 0));
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(dst, peer.device, src + send_offsets[j] * elt, me.device, bytes, me.stream));
+    const size_t piece = g.pace_.piece_bytes > 0 ? g.pace_.piece_bytes : bytes;
+    for (size_t at = 0; at < bytes; at += piece) {
+      if (at > 0 && g.pace_.gap_us > 0)
+        OROCHI_CUDA_RETURN_IF_ERROR(cudaLaunchHostFunc(me.stream, pause_stream,
+                                                       reinterpret_cast<void*>(static_cast<intptr_t>(g.pace_.gap_us))));
+      OROCHI_CUDA_RETURN_IF_ERROR(cudaMemcpyPeerAsync(dst + at, peer.device, src + send_offsets[j] * elt + at, me.device,
+                                                      std::min(piece, bytes - at), me.stream));
+    }
   }
   OROCHI_CUDA_RETURN_IF_ERROR(cudaEventRecord(me.pushed, me.stream));
   OROCHI_RETURN_IF_ERROR(g.rendezvous(rank_, 2 * call + 2, op, call));
@@ -180,7 +213,9 @@ Expected<std::shared_ptr<PeerCopyGroup>> PeerCopyGroup::create(const std::vector
   if (options.deadline.count() <= 0) return invalid_argument("the communication deadline must be positive");
   if (!supported(devices))
     return unsupported("these GPUs cannot access each other's memory (no NVLink or PCIe peer access): use NCCL");
+  OROCHI_ASSIGN_OR_RETURN(const PeerCopyPace pace, parse_peer_copy_pace(std::getenv("OROCHI_PEER_PACE")));
   std::shared_ptr<PeerCopyGroup> g(new PeerCopyGroup(std::move(options)));
+  g->pace_ = pace;
   g->ranks_.resize(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
     Rank& r = g->ranks_[i];

@@ -23,6 +23,18 @@
 
 namespace orochi::dist {
 
+// OROCHI_PEER_PACE=MB:US (experimental; unset: off): every push to a peer goes out in pieces of MB
+// megabytes with a US-microsecond host function between them on the stream, so an exchange spreads
+// over the compute it hides under instead of one burst at full link speed. For timing whether the
+// burst, rather than the bytes, is what lowers the power-capped GPUs' clock in SP2
+// (bench/RESULTS.md, session 10).
+struct PeerCopyPace {
+  size_t piece_bytes = 0;  // 0: one copy per peer
+  int gap_us = 0;
+};
+// Parses the variable's value; null or empty: off. A malformed value is an error naming it.
+Expected<PeerCopyPace> parse_peer_copy_pace(const char* text);
+
 class PeerCopyGroup : public std::enable_shared_from_this<PeerCopyGroup> {
  public:
   // True when every pair of `devices` can access each other's memory (NVLink or PCIe P2P).
@@ -56,6 +68,7 @@ class PeerCopyGroup : public std::enable_shared_from_this<PeerCopyGroup> {
   Status fail(Status error);  // records the first error and wakes every waiter
 
   CommOptions options_;
+  PeerCopyPace pace_;
   std::vector<Rank> ranks_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
