@@ -12,6 +12,7 @@
 #include "dist/rank_threads.h"
 #include "models/h3/parallel_forward.h"
 #include "models/h3/parallel_shard.h"
+#include "models/h3/tensor_parallel.h"
 #include "support/compare.h"
 #include "support/h3_inputs.h"
 #include "support/random.h"
@@ -262,6 +263,16 @@ TEST_F(H3Parallel, StalledRankEndsEveryRankWithADeadline) {
     EXPECT_NE(run.status[w].message().find("rank 0 did not arrive"), std::string::npos) << run.status[w].message();
     EXPECT_LT(run.seconds[w], 2.3);
   }
+}
+
+// The released H3 (H 5376, 56 x 128 heads): gathering the attention input's rows moves fewer bytes
+// only at SP2 without TP (5376 vs 10752 values per row); SP4 and TP2 x SP2 break even, SP8 doubles.
+TEST(H3SpQkvScheme, GathersRowsOnlyWhereThatMovesFewerBytes) {
+  const h3::H3Config c;
+  EXPECT_EQ(h3::fewer_bytes_sp_qkv(c, 1, 2), h3::SpQkvScheme::kGatherRows);
+  EXPECT_EQ(h3::fewer_bytes_sp_qkv(c, 2, 2), h3::SpQkvScheme::kHeadChunks);
+  EXPECT_EQ(h3::fewer_bytes_sp_qkv(c, 1, 4), h3::SpQkvScheme::kHeadChunks);
+  EXPECT_EQ(h3::fewer_bytes_sp_qkv(c, 1, 8), h3::SpQkvScheme::kHeadChunks);
 }
 
 }  // namespace

@@ -124,5 +124,25 @@ TEST(PlannerPools, SingleH200PlanReproducesTheMeasuredRun) {
   EXPECT_NEAR(plan->step_compute_s, 909e12 / 580e12, 0.05);  // MODELS_H3.md §8: 909 TFLOP
 }
 
+// Ulysses' buffers (gpu_request.cpp): q, k, v, o of all rows of this GPU's heads, and at SP2 the
+// peers' rows of the attention input (the rows-gathering scheme); SP4 exchanges q/k/v chunks.
+TEST(PlannerPools, SequenceParallelCommBuffersFollowTheQkvScheme) {
+  PlanInput in;
+  in.models = released();
+  in.request.width = 1344;
+  in.request.height = 768;
+  for (const char* layout : {"sp2", "sp4"}) {
+    in.layout = *parse_parallel_layout(layout);
+    in.gpus.count = in.layout.sp();
+    Expected<MemoryPlan> plan = plan_memory(in);
+    ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
+    bool gathered = false;
+    for (const Pool& p : plan->phases[1].gpus[0].pools)
+      for (const PoolItem& i : p.items)
+        gathered = gathered || (p.kind == PoolKind::kComm && i.name.find("attention-input rows") != std::string::npos);
+    EXPECT_EQ(gathered, std::string(layout) == "sp2") << layout;
+  }
+}
+
 }  // namespace
 }  // namespace orochi::planner

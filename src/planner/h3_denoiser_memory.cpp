@@ -130,9 +130,11 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
     b.push_back({PoolKind::kComm, "all-reduce overlap buffer bf16 [S, H]", buffer(S * H, 2)});
   }
   if (sp) {
-    // Ulysses: q, k, v arrive as [S, heads/N] after all_to_all; receive buffers for the three
-    // (the output's reverse all_to_all reuses one).
-    b.push_back({PoolKind::kComm, "all_to_all receive q, k, v bf16 [S/N, inner]", 3 * buffer(S * inner, 2)});
+    // Ulysses (gpu_request.cpp): q, k, v and o of every row of this GPU's heads, [rows, inner/N]
+    // each, and with the rows-gathering scheme the peers' rows of the attention input.
+    b.push_back({PoolKind::kComm, "Ulysses q, k, v, o bf16 [rows, inner/N]", 4 * buffer(s.rows * (inner / spn), 2)});
+    if (h3::fewer_bytes_sp_qkv(c, static_cast<int>(tpn), static_cast<int>(spn)) == h3::SpQkvScheme::kGatherRows)
+      b.push_back({PoolKind::kComm, "peers' attention-input rows bf16 [(N-1) S/N, H]", buffer((spn - 1) * S * H, 2)});
   }
   if (tp || sp) b.push_back({PoolKind::kComm, "NCCL channel buffers (estimate)", 64 * kMiB});
   return b;

@@ -70,10 +70,13 @@ StepEstimate estimate_step(const MemoryPlan& plan, const ParallelDegrees& d) {
   StepEstimate e;
   e.compute_s = h3::forward_flops(c, plan.shape.rows, plan.shape.text_rows).total() / (tp * sp * g.tflops * 1e12);
   const double link = g.peer_gbps * 1e9;
-  // Per GPU per forward, bf16: TP's 2 ring all_reduces of its [S/sp, H] rows per block, SP's 4
-  // all_to_alls (q, k, v out; o back) of its [S/sp, inner/tp] slice, (n - 1)/n of it leaving.
+  // Per GPU per forward, bf16: TP's 2 ring all_reduces of its [S/sp, H] rows per block; SP's o
+  // back and q, k, v out as [S/sp, inner/tp] slices ((n - 1)/n of each leaving), or instead of
+  // q, k, v its [S/sp, H] rows to every peer (h3::fewer_bytes_sp_qkv picks the smaller).
   const double tp_bytes = layers * 2 * 2 * (tp - 1) / tp * (S / sp) * H * 2;
-  const double sp_bytes = layers * 4 * (sp - 1) / sp * (S / sp) * (inner / tp) * 2;
+  const double slice_bytes = (sp - 1) / sp * (S / sp) * (inner / tp) * 2;
+  const bool gather = d.sp > 1 && h3::fewer_bytes_sp_qkv(c, d.tp, d.sp) == h3::SpQkvScheme::kGatherRows;
+  const double sp_bytes = layers * (slice_bytes + (gather ? (sp - 1) * (S / sp) * H * 2 : 3 * slice_bytes));
   if (link > 0) e.exposed_comm_s = 0.5 * tp_bytes / link + std::max(0.0, sp_bytes / link - e.compute_s);
   for (const PhasePlan& phase : plan.phases)
     if (phase.name == "denoiser") e.stream_s = static_cast<double>(phase.host_read_bytes) / (g.host_gbps * 1e9) +

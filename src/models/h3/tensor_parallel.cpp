@@ -14,6 +14,11 @@ std::string divisors_of(int64_t n) {
 
 }  // namespace
 
+SpQkvScheme fewer_bytes_sp_qkv(const H3Config& c, int tp_size, int sp_size) {
+  return static_cast<int64_t>(tp_size) * sp_size * c.hidden_size < 3 * c.inner_dim() ? SpQkvScheme::kGatherRows
+                                                                                      : SpQkvScheme::kHeadChunks;
+}
+
 Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size) {
   const int64_t heads = c.num_attention_heads;
   if (tp_size < 1 || sp_size < 1) return invalid_argument("tensor- and sequence-parallel sizes must be >= 1");

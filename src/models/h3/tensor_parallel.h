@@ -25,6 +25,14 @@ struct ParallelRank {
 // Heads must split over TP and, per TP rank, again over SP; says which sizes would work.
 Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size);
 
+// How SP ranks bring q, k and v of all rows of their heads together. Gathering the rows of the
+// attention input (H values per row to every peer; each rank projects its own heads) moves fewer
+// bytes than exchanging q/k/v chunks of every rank's heads (3 * inner / (tp * sp) per row per
+// peer) while tp * sp * H < 3 * inner: for H3, SP2 without TP; SP4 and TP2 x SP2 move the same,
+// SP8 twice as much.
+enum class SpQkvScheme { kGatherRows, kHeadChunks };
+SpQkvScheme fewer_bytes_sp_qkv(const H3Config& c, int tp_size, int sp_size);
+
 // What one TP rank holds of every block: whole heads, and a share of the SwiGLU width.
 struct TpShare {
   dist::Range heads, ffn;

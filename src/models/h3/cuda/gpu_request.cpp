@@ -40,7 +40,8 @@ RankDims rank_dims(const H3Config& c, const RequestSize& s, const ParallelRank& 
   return d;
 }
 
-std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank) {
+std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
+                                              bool sp_gathers_rows) {
   const RankDims d = rank_dims(c, s, rank);
   const int64_t H = c.hidden_size, T = c.time_embed_dim, S = s.rows, L = s.text_rows, nt = s.timesteps;
   const int64_t rows = std::max(d.R, L);  // the refiner runs over all L text rows on every rank
@@ -69,16 +70,16 @@ std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSi
   };
   if (rank.sp_size > 1) {
     for (Tensor* t : {&qa, &ka, &va, &oa}) out.push_back({t, {S, d.attn_inner()}, DType::kBF16});
-    out.push_back({&xa, {(rank.sp_size - 1) * d.R, H}, DType::kBF16});
+    if (sp_gathers_rows) out.push_back({&xa, {(rank.sp_size - 1) * d.R, H}, DType::kBF16});
   }
   return out;
 }
 
 size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace,
-                           const ParallelRank& rank) {
+                           const ParallelRank& rank, bool sp_gathers_rows) {
   RequestBuffers sizing;
   size_t bytes = attention_workspace + 256;
-  for (const BufferSpec& b : sizing.specs(config, size, rank))
+  for (const BufferSpec& b : sizing.specs(config, size, rank, sp_gathers_rows))
     bytes += (static_cast<size_t>(shape_numel(b.shape)) * dtype_size(b.dtype) + 255) / 256 * 256;
   return bytes;
 }

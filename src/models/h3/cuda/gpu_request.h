@@ -60,7 +60,8 @@ struct RequestBuffers {
   Tensor h, a, o2;      // bf16 [rows, H]
   Tensor q, k, v, o;    // bf16 [rows, inner]: with SP, q/k/v/o hold [sp, R, inner / sp] chunks
   Tensor qa, ka, va, oa;  // bf16 [S, inner / sp]: all rows of the heads this rank attends (SP only)
-  Tensor xa;            // bf16 [(sp - 1) * R, H]: the peers' rows of the attention input, in row order (SP only)
+  Tensor xa;            // bf16 [(sp - 1) * R, H]: the peers' rows of the attention input, in row order (SP
+                        // gathering rows only)
   Tensor u, g;          // bf16 [rows, 2F], [rows, F]
   Tensor text;          // bf16 [L, H]
   Tensor rows_f32;      // f32 [rows, H]: patch embeddings in, head inputs out
@@ -69,11 +70,12 @@ struct RequestBuffers {
   RequestSize size;  // the whole request
   RankRows layout;   // this rank's rows
 
-  std::vector<BufferSpec> specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank);
+  // sp_gathers_rows: SP brings q/k/v together by gathering the attention input's rows (xa).
+  std::vector<BufferSpec> specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank, bool sp_gathers_rows);
 };
 
 // Bytes of the request arena for a request of this size (tables, inputs, activations, workspaces).
 size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace,
-                           const ParallelRank& rank = {});
+                           const ParallelRank& rank = {}, bool sp_gathers_rows = false);
 
 }  // namespace orochi::h3::gpu

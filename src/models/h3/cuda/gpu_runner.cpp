@@ -50,8 +50,9 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->device_ = device;
   const char* sp_attention = std::getenv("OROCHI_SP_ATTENTION");
   r->split_sp_attention_ = sp_attention != nullptr && std::string(sp_attention) == "split";
-  OROCHI_ASSIGN_OR_RETURN(const std::string sp_qkv, env_choice("OROCHI_SP_QKV", {"gather", "heads"}, "gather"));
-  r->gather_sp_rows_ = sp_qkv == "gather";
+  OROCHI_ASSIGN_OR_RETURN(const std::string sp_qkv, env_choice("OROCHI_SP_QKV", {"auto", "gather", "heads"}, "auto"));
+  r->gather_sp_rows_ = sp_qkv == "auto" ? fewer_bytes_sp_qkv(config, rank.tp_size, rank.sp_size) == SpQkvScheme::kGatherRows
+                                        : sp_qkv == "gather";
   OROCHI_ASSIGN_OR_RETURN(const std::string attention, env_choice("OROCHI_ATTENTION", {"cudnn", "flash"}, "flash"));
   r->flash_attention_ = attention == "flash";
   OROCHI_ASSIGN_OR_RETURN(r->flash_options_, cuda::flash_attention_options_from_environment());
@@ -95,8 +96,8 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
     OROCHI_ASSIGN_OR_RETURN(r->tier_, GpuBlockTier::create(device, streaming.tier, streaming.peer_device, streaming.streamed,
                                                            image, r->staging_arena_->base(), streaming.slots, r->stream_));
   }
-  OROCHI_ASSIGN_OR_RETURN(r->request_arena_, cuda::DeviceArena::create(device, request_arena_bytes(config, max, attn_ws, rank),
-                                                                       "H3 request"));
+  const size_t request_bytes = request_arena_bytes(config, max, attn_ws, rank, r->gather_sp_rows_);
+  OROCHI_ASSIGN_OR_RETURN(r->request_arena_, cuda::DeviceArena::create(device, request_bytes, "H3 request"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, r->request_arena_->allocate(attn_ws));
   OROCHI_RETURN_IF_ERROR(r->attention_->set_external_workspace(ws, attn_ws));
   r->flash_options_.workspace = ws;
@@ -220,7 +221,7 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   RequestBuffers& B = *buf_;
   B.n_t = size.timesteps;
   B.size = size;
-  for (const BufferSpec& b : B.specs(config_, size, rank_)) {
+  for (const BufferSpec& b : B.specs(config_, size, rank_, gather_sp_rows_)) {
     OROCHI_ASSIGN_OR_RETURN(*b.target, request_arena_->tensor(b.shape, b.dtype));
   }
   // The buffers are sized for the largest share; view them at this rank's actual counts.

@@ -155,11 +155,11 @@ class H3GpuRunner {
   // OROCHI_SP_ATTENTION=split: attention one SP share of query rows at a time, each share's
   // output sent while the next computes (the earlier scheme, kept for side-by-side timing).
   bool split_sp_attention_ = false;
-  // OROCHI_SP_QKV=gather (the default): SP ranks exchange their rows of the attention input x
-  // (H values per row) and each projects its own heads over all rows; heads: each rank projects
-  // every rank's heads of its own rows and sends the q/k/v chunks (3 * inner / sp values per row,
-  // twice H's share at sp 2). Same arithmetic; the NVLink traffic costs the power-capped GPUs
-  // compute clock (bench/RESULTS.md, session 10), so the smaller exchange is the default.
+  // OROCHI_SP_QKV=gather: SP ranks exchange their rows of the attention input x (H values per
+  // row) and each projects its own heads over all rows; heads: each rank projects every rank's
+  // heads of its own rows and sends the q/k/v chunks; auto (the default): whichever moves fewer
+  // bytes (fewer_bytes_sp_qkv: gather at SP2). Same arithmetic. On NVLink the two ran alike
+  // (bench/RESULTS.md, session 10); on slower links the bytes are the exchange's time.
   bool gather_sp_rows_ = true;
   // OROCHI_ATTENTION=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
   // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
