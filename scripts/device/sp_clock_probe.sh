@@ -24,6 +24,9 @@ bench() {  # label, device
 # STEPS: what runs, in order: alone (GPU 0's forward), beside (and the same forward on GPU 1),
 # p2p:QKV_MB:O_MB (beside p2p_load.py with those sizes per 58 ms period), sp2 (SP2 itself).
 steps="${STEPS:-alone beside p2p:408:136 alone sp2}"
+for step in $steps; do  # every step checked before anything starts
+  [[ "$step" =~ ^(alone|beside|sp2|p2p:[0-9]+:[0-9]+)$ ]] || { echo "unknown step '$step' (alone, beside, p2p:QKV_MB:O_MB, sp2)" >&2; exit 2; }
+done
 telemetry_start "$OUT"
 n=0
 for step in $steps; do
@@ -41,15 +44,15 @@ for step in $steps; do
     p2p:*)
       IFS=: read -r _ qkv o <<< "$step"
       telemetry_mark "$n gpu0 beside p2p $qkv+$o MB"
-      python3 scripts/device/p2p_load.py --seconds "${LOAD_SECONDS:-75}" --qkv-mb "$qkv" --o-mb "$o" > "$OUT/p2p_load.txt" 2>&1 &
+      # The load runs until the forward is done (SIGTERM), LOAD_SECONDS at most.
+      python3 scripts/device/p2p_load.py --seconds "${LOAD_SECONDS:-3600}" --qkv-mb "$qkv" --o-mb "$o" > "$OUT/p2p_load.txt" 2>&1 &
       load=$!
       sleep 2
       bench "${n}_gpu0_beside_p2p_${qkv}_${o}" 0
       kill -TERM "$load" 2> /dev/null; wait "$load" 2> /dev/null; cat "$OUT/p2p_load.txt" ;;
     sp2)
       telemetry_mark "$n sp2 (both GPUs, one request)"
-      gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel sp --warmup "$warmup" --iters "$iters" --json 2> "$OUT/sp2.err" | median "${n}_sp2" ;;
-    *) echo "unknown step $step" >&2; exit 2 ;;
+      gpu-dist/orochi bench dit --res "$res" --gpus 2 --parallel sp --warmup "$warmup" --iters "$iters" --json 2> "$OUT/${n}_sp2.err" | median "${n}_sp2" ;;
   esac
 done
 telemetry_stop

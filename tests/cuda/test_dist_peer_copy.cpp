@@ -133,7 +133,7 @@ TEST(DistPeerCopyPace, ParsesMegabytesAndMicrosecondsAndRefusesTheRest) {
   ASSERT_TRUE(p.has_value()) << p.status().to_string();
   EXPECT_EQ(p->piece_bytes, size_t{32} << 20);
   EXPECT_EQ(p->gap_us, 150);
-  for (const char* bad : {"32", "x:1", "0:5", "32:-1", "32:", "32:5x", ":5", "5000:1", "32:200000"}) {
+  for (const char* bad : {"32", "x:1", "0:5", "32:-1", "32:", "32:5x", ":5", "5000:1", "32:20000"}) {
     Expected<dist::PeerCopyPace> q = dist::parse_peer_copy_pace(bad);
     ASSERT_FALSE(q.has_value()) << bad;
     EXPECT_EQ(q.status().code(), ErrorCode::kInvalidArgument) << bad;

@@ -28,7 +28,7 @@ Expected<PeerCopyPace> parse_peer_copy_pace(const char* text) {
   const std::string value(text);
   auto bad = [&] {
     return invalid_argument("OROCHI_PEER_PACE='" + value +
-                            "': expected MB:US, a piece size of 1-4096 MB and a gap of 0-100000 microseconds "
+                            "': expected MB:US, a piece size of 1-4096 MB and a gap of 0-10000 microseconds "
                             "(for example 32:150), or unset it");
   };
   const size_t colon = value.find(':');
@@ -38,7 +38,7 @@ Expected<PeerCopyPace> parse_peer_copy_pace(const char* text) {
   if (end != value.c_str() + colon || mb < 1 || mb > 4096) return bad();
   const char* us_text = value.c_str() + colon + 1;
   const long us = std::strtol(us_text, &end, 10);
-  if (*us_text == '\0' || *end != '\0' || us < 0 || us > 100000) return bad();
+  if (*us_text == '\0' || *end != '\0' || us < 0 || us > 10000) return bad();
   return PeerCopyPace{static_cast<size_t>(mb) << 20, static_cast<int>(us)};
 }
 

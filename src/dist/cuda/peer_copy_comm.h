@@ -27,7 +27,8 @@ namespace orochi::dist {
 // megabytes with a US-microsecond host function between them on the stream, so an exchange spreads
 // over the compute it hides under instead of one burst at full link speed. For timing whether the
 // burst, rather than the bytes, is what lowers the power-capped GPUs' clock in SP2
-// (bench/RESULTS.md, session 10).
+// (bench/RESULTS.md, session 10). Copy-engine groups only (NCCL groups ignore it); a host pause is
+// at least ~50-100 us whatever US says (sleep and host-function dispatch), at most 10 ms.
 struct PeerCopyPace {
   size_t piece_bytes = 0;  // 0: one copy per peer
   int gap_us = 0;

@@ -159,7 +159,8 @@ class H3GpuRunner {
   // row) and each projects its own heads over all rows; heads: each rank projects every rank's
   // heads of its own rows and sends the q/k/v chunks; auto (the default): whichever moves fewer
   // bytes (fewer_bytes_sp_qkv: gather at SP2). Same arithmetic. On NVLink the two ran alike
-  // (bench/RESULTS.md, session 10); on slower links the bytes are the exchange's time.
+  // (bench/RESULTS.md, session 10); on slower links the bytes are the exchange's time. The
+  // planner counts memory for auto.
   bool gather_sp_rows_ = true;
   // OROCHI_ATTENTION=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
   // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
