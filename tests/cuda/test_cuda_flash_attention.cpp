@@ -1,6 +1,6 @@
 // Orochi's own Hopper attention kernel (cuda::flash_attention) against the CPU reference and
-// against cuDNN on the same inputs; both MMA schedules; graph capture; refused shapes; and an
-// informative timing beside cuDNN at the H3 denoiser's sizes.
+// against cuDNN on the same inputs; both MMA schedules; eager and lazy rescaling; graph capture;
+// refused shapes; and an informative timing beside cuDNN at the H3 denoiser's sizes.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -39,7 +40,8 @@ struct Problem {
   AttentionShape shape;
   Inputs in;
   std::unique_ptr<DeviceBuffer> q, k, v, o;
-  Problem(const AttentionShape& s, uint64_t seed) : shape(s), in(make_inputs(s, seed)) {
+  Problem(const AttentionShape& s, uint64_t seed) : Problem(s, make_inputs(s, seed)) {}
+  Problem(const AttentionShape& s, Inputs inputs) : shape(s), in(std::move(inputs)) {
     q = upload_bf16(in.q);
     k = upload_bf16(in.k);
     v = upload_bf16(in.v);
@@ -86,6 +88,20 @@ TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
     std::printf("%s kv_block 128%s vs CPU: %s\n", s.to_string().c_str(), pingpong ? "" : " plain", w.summary().c_str());
     EXPECT_TRUE(w.same_nonfinite) << w.summary();
     EXPECT_LE(w.rel_l2, 1e-2) << w.summary();
+  }
+
+  // Lazy rescaling (the running max moves only by more than 2^8): the same softmax, other roundings.
+  for (bool pingpong : {true, false}) {
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.pingpong = pingpong, .lazy_rescale = true}));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor lazy = p.output();
+    const testing::Comparison l = testing::compare(select_heads(lazy, heads), expected);
+    const testing::Comparison vs_eager = testing::compare(lazy, gpu);
+    std::printf("%s lazy rescale%s vs CPU: %s; vs eager %s\n", s.to_string().c_str(), pingpong ? "" : " plain",
+                l.summary().c_str(), vs_eager.summary().c_str());
+    EXPECT_TRUE(l.same_nonfinite) << l.summary();
+    EXPECT_LE(l.rel_l2, 1e-2) << l.summary();
+    EXPECT_LE(vs_eager.rel_l2, 2e-3) << vs_eager.summary();
   }
 
   if (CudnnAttention::compiled_with_frontend()) {
@@ -144,6 +160,33 @@ TEST(FlashAttention, SplitsASparseLastWave) {
     ASSERT_CUDA(cudaDeviceSynchronize());
     const testing::Comparison small = testing::compare(p.output(), whole);
     EXPECT_TRUE(small.same_nonfinite && small.max_abs == 0) << small.summary();
+  }
+}
+
+// Keys 700-704 scaled by 8 give scores far above the first tiles' (more than 2^8 in exp2 terms),
+// so lazy rescaling must move the max and rescale the output there; before and after, it keeps a
+// stale max. Both modes against the CPU, and against each other.
+TEST(FlashAttention, LazyRescaleFollowsAMaxThatJumps) {
+  REQUIRE_HOPPER();
+  const AttentionShape s{300, 1200, 2, 128};
+  Inputs in = make_inputs(s, 91);
+  float* k = in.k.data<float>();
+  for (int64_t i = 700 * s.heads * s.head_dim; i < 705 * s.heads * s.head_dim; ++i) k[i] *= 8.f;  // exact in bf16
+  Problem p(s, std::move(in));
+  ASSERT_TRUE(p.ready());
+  const std::vector<int64_t> heads = {0, 1};
+  const Tensor expected = cpu_reference(p.in, heads);
+  Tensor eager;
+  for (bool lazy : {false, true}) {
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.lazy_rescale = lazy}));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor got = select_heads(p.output(), heads);
+    const testing::Comparison c = testing::compare(got, expected);
+    std::printf("jumping max, %s rescale vs CPU: %s\n", lazy ? "lazy" : "eager", c.summary().c_str());
+    EXPECT_TRUE(c.same_nonfinite) << c.summary();
+    EXPECT_LE(c.rel_l2, 1e-2) << c.summary();
+    if (!lazy) eager = got;
+    else EXPECT_LE(testing::compare(got, eager).rel_l2, 2e-3);
   }
 }
 
@@ -213,10 +256,13 @@ TEST(FlashAttention, TimingInformative) {
     DeviceBuffer ws(*ws_bytes);
     ASSERT_TRUE(ws.ptr);
     const FlashAttentionOptions split{.workspace = ws.ptr, .workspace_bytes = *ws_bytes};
+    FlashAttentionOptions lazy = split;
+    lazy.lazy_rescale = true;
     for (const Candidate& cand : {Candidate{"cudnn", true, {}}, Candidate{"flash 128 pp", false, {true, 128}},
                                   Candidate{"flash 176 pp", false, {true, 176}},
                                   Candidate{"flash 176 plain", false, {false, 176}},
-                                  Candidate{"flash 176 pp split", false, split}}) {
+                                  Candidate{"flash 176 pp split", false, split},
+                                  Candidate{"flash split lazy", false, lazy}}) {
       if (cand.cudnn && !have_cudnn) continue;
       auto run = [&]() -> Status {
         if (cand.cudnn) return cudnn.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream);

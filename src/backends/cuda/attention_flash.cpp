@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/sm90a/flash_attention_launch.h"
@@ -58,6 +59,8 @@ Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
   OROCHI_ASSIGN_OR_RETURN(const std::string kv_block, env_choice("OROCHI_FLASH_KV_BLOCK", {"128", "176"}, "176"));
   OROCHI_ASSIGN_OR_RETURN(const std::string pingpong, env_choice("OROCHI_FLASH_PINGPONG", {"0", "1"}, "1"));
   OROCHI_ASSIGN_OR_RETURN(const std::string split, env_choice("OROCHI_FLASH_SPLIT_TAIL", {"0", "1"}, "1"));
+  OROCHI_ASSIGN_OR_RETURN(const std::string rescale, env_choice("OROCHI_FLASH_RESCALE", {"eager", "lazy"}, "eager"));
+  o.lazy_rescale = std::string_view(rescale) == "lazy";
   o.kv_block = std::stoi(kv_block);
   o.pingpong = pingpong == "1";
   o.split_tail = split == "1";
@@ -85,6 +88,7 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   launch.s_kv = static_cast<int>(shape.s_kv);
   launch.heads = static_cast<int>(shape.heads);
   launch.pingpong = options.pingpong;
+  launch.rescale_threshold = options.lazy_rescale ? 8.f : 0.f;
   const int64_t units = (shape.s_q + 127) / 128 * shape.heads;
   const int64_t key_tiles = (shape.s_kv + options.kv_block - 1) / options.kv_block;
   TailSplit tail;

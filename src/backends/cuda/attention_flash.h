@@ -32,6 +32,9 @@ struct FlashAttentionOptions {
   // than 128 at 832x480 and 1344x768 on an H200) or 128.
   int kv_block = 176;
   bool split_tail = true;       // split a sparse last wave's units (needs the workspace)
+  // Lazy rescaling: a row's running max (and with it the output's rescale) moves only when a key
+  // tile raises it by more than 2^8; off, it tracks the exact running max. Same softmax either way.
+  bool lazy_rescale = false;
   void* workspace = nullptr;    // device memory for the split units' partial results
   size_t workspace_bytes = 0;
   int sm_count = 0;             // 0: the current device's; tests set it to exercise the split anywhere
@@ -40,9 +43,9 @@ struct FlashAttentionOptions {
 // The workspace a split last wave can need on a GPU with `sm_count` SMs (0: the current device's).
 Expected<size_t> flash_attention_workspace_bytes(int sm_count = 0);
 
-// The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176), OROCHI_FLASH_PINGPONG (0 | 1) and
-// OROCHI_FLASH_SPLIT_TAIL (0 | 1) for side-by-side timing; an invalid value is an error that names
-// the variable.
+// The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176), OROCHI_FLASH_PINGPONG (0 | 1),
+// OROCHI_FLASH_SPLIT_TAIL (0 | 1) and OROCHI_FLASH_RESCALE (eager | lazy) for side-by-side timing;
+// an invalid value is an error that names the variable.
 Expected<FlashAttentionOptions> flash_attention_options_from_environment();
 
 Status flash_attention(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,

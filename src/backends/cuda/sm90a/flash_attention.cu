@@ -69,12 +69,17 @@ struct RowState {
   float sum0 = 0, sum1 = 0;                  // this thread's part of the running denominators
 };
 
-// Turns scores s (raw q.k of one tile) into exp2(s * scale_log2 - new max) in place, updates the
+// Turns scores s (raw q.k of one tile) into exp2(s * scale_log2 - max) in place, updates the
 // running max and sums, and returns the factors the output accumulated so far must be scaled by.
 // Columns >= valid_cols (the last tile's padding) are masked out.
+// The max a row subtracts only moves when the tile's max exceeds it by more than `threshold`
+// (log2 units). At 0 that is the exact running max; at 8, exponentials stay <= 2^8 (no overflow in
+// the f32 sums, no precision lost in bf16 P, whose exponent just shifts) and the output rescale,
+// 64 multiplies per thread, is skipped on every tile that does not raise a row's max by that much
+// (FlashAttention-4's conditional rescaling). The result is the same softmax; only roundings move.
 template <int N>
-__device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, float scale_log2, int valid_cols,
-                                               int lane, float& factor0, float& factor1) {
+__device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, float scale_log2, float threshold,
+                                               int valid_cols, int lane, float& factor0, float& factor1) {
   constexpr int kBlocks = N / 8;
   if (valid_cols < N) {
 #pragma unroll
@@ -95,7 +100,10 @@ __device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, 
     m0 = fmaxf(m0, __shfl_xor_sync(0xffffffff, m0, offset));
     m1 = fmaxf(m1, __shfl_xor_sync(0xffffffff, m1, offset));
   }
-  const float new0 = fmaxf(st.max0, m0 * scale_log2), new1 = fmaxf(st.max1, m1 * scale_log2);
+  // With threshold 0 this is fmaxf(st.max, tile max) exactly (-inf + threshold stays -inf).
+  const float tile0 = m0 * scale_log2, tile1 = m1 * scale_log2;
+  const float new0 = tile0 > st.max0 + threshold ? tile0 : st.max0;
+  const float new1 = tile1 > st.max1 + threshold ? tile1 : st.max1;
   factor0 = exp2_approx(st.max0 - new0);  // 0 on the first tile (max was -inf), 1 when it held
   factor1 = exp2_approx(st.max1 - new1);
   st.max0 = new0;
@@ -157,8 +165,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[N /
   }
 }
 
-// o *= factor per row, skipped when no row of the warp moved its max (the common case once the
-// first tiles have set it): a warp-uniform branch, so the MMA issue never diverges.
+// o *= factor per row, skipped when no row of the warp moved its max (with a rescale threshold,
+// nearly every tile after the first): a warp-uniform branch, so the MMA issue never diverges.
 __device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, float factor1) {
   if (__all_sync(0xffffffff, factor0 == 1.f && factor1 == 1.f)) return;
 #pragma unroll
@@ -182,6 +190,7 @@ struct KernelParams {
   int s_q, s_kv, heads, q_tiles;
   int unit_begin, kv_splits;
   float scale_log2;
+  float rescale_threshold;  // online_softmax's threshold
 };
 constexpr int kPartialFloats = kBlockM * kHeadDim + 2 * kBlockM;  // O [128][128], then (max, sum) per row
 
@@ -196,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
   const int warpgroup = threadIdx.x / 128;
   const int s_q = prm.s_q, s_kv = prm.s_kv, heads = prm.heads;
-  const float scale_log2 = prm.scale_log2;
+  const float scale_log2 = prm.scale_log2, threshold = prm.rescale_threshold;
   const int unit = prm.unit_begin + static_cast<int>(blockIdx.x) / prm.kv_splits;
   const int split = static_cast<int>(blockIdx.x) % prm.kv_splits;
   const int head = unit / prm.q_tiles;
@@ -274,7 +283,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   wgmma_wait<0>();
   pin_registers(s_acc);
   if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
-  online_softmax<kBlockN>(s_acc, st, scale_log2, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0, f1);
+  online_softmax<kBlockN>(s_acc, st, scale_log2, threshold, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0,
+                          f1);
   scores_to_operand<kBlockN>(s_acc, p);
 
   for (int j = 1; j < tiles; ++j) {
@@ -291,8 +301,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<1>();  // the scores of tile j are in
     pin_registers(s_acc);
     if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
-    online_softmax<kBlockN>(s_acc, st, scale_log2, j == tiles - 1 && ends_at_last ? last_cols : kBlockN, lane,
-                            f0, f1);
+    online_softmax<kBlockN>(s_acc, st, scale_log2, threshold, j == tiles - 1 && ends_at_last ? last_cols : kBlockN,
+                            lane, f0, f1);
     wgmma_wait<0>();  // P(j-1) V(j-1) is in
     pin_registers(o_acc);
     pin_registers(p);
@@ -380,7 +390,7 @@ cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
     return e;
   KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
                    (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.kv_splits,
-                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};
+                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim))), l.rescale_threshold};
   flash_attention_kernel<kBlockN, kPingPong><<<static_cast<unsigned>(l.units) * l.kv_splits, kThreads, kSharedBytes,
                                                stream>>>(l.q, l.k, l.v, prm);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || l.kv_splits == 1) return e;
