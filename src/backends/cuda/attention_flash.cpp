@@ -88,7 +88,7 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   launch.s_kv = static_cast<int>(shape.s_kv);
   launch.heads = static_cast<int>(shape.heads);
   launch.pingpong = options.pingpong;
-  launch.rescale_threshold = options.lazy_rescale ? 8.f : 0.f;
+  launch.lazy_rescale = options.lazy_rescale;
   const int64_t units = (shape.s_q + 127) / 128 * shape.heads;
   const int64_t key_tiles = (shape.s_kv + options.kv_block - 1) / options.kv_block;
   TailSplit tail;

@@ -26,6 +26,7 @@ constexpr int kBlockM = 128;  // query rows per CTA (64 per consumer warpgroup)
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
 constexpr int kConsumerWarps = 8;
+constexpr float kLazyRescaleThreshold = 8.f;  // log2 units: exponentials of at most 2^8
 constexpr uint32_t kRowBytes = kHeadDim * 2;              // one bf16 row of 128 head dims
 constexpr uint32_t kQHalfBytes = kBlockM * kRowBytes / 2;  // 64 of the 128 columns: one TMA box
 
@@ -72,14 +73,14 @@ struct RowState {
 // Turns scores s (raw q.k of one tile) into exp2(s * scale_log2 - max) in place, updates the
 // running max and sums, and returns the factors the output accumulated so far must be scaled by.
 // Columns >= valid_cols (the last tile's padding) are masked out.
-// The max a row subtracts only moves when the tile's max exceeds it by more than `threshold`
-// (log2 units). At 0 that is the exact running max; at 8, exponentials stay <= 2^8 (no overflow in
-// the f32 sums, no precision lost in bf16 P, whose exponent just shifts) and the output rescale,
-// 64 multiplies per thread, is skipped on every tile that does not raise a row's max by that much
-// (FlashAttention-4's conditional rescaling). The result is the same softmax; only roundings move.
-template <int N>
-__device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, float scale_log2, float threshold,
-                                               int valid_cols, int lane, float& factor0, float& factor1) {
+// Without kLazy the max a row subtracts is its exact running max. With kLazy it only moves when a
+// tile's max exceeds it by more than kLazyRescaleThreshold (log2 units): exponentials stay <= 2^8
+// (no overflow in the f32 sums, no precision lost in bf16 P, whose exponent just shifts) and the
+// output rescale, 64 multiplies per thread, is skipped on every tile that does not raise a row's
+// max by that much (FlashAttention-4's conditional rescaling). The same softmax; other roundings.
+template <int N, bool kLazy>
+__device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, float scale_log2, int valid_cols,
+                                               int lane, float& factor0, float& factor1) {
   constexpr int kBlocks = N / 8;
   if (valid_cols < N) {
 #pragma unroll
@@ -100,10 +101,15 @@ __device__ __forceinline__ void online_softmax(float (&s)[N / 2], RowState& st, 
     m0 = fmaxf(m0, __shfl_xor_sync(0xffffffff, m0, offset));
     m1 = fmaxf(m1, __shfl_xor_sync(0xffffffff, m1, offset));
   }
-  // With threshold 0 this is fmaxf(st.max, tile max) exactly (-inf + threshold stays -inf).
-  const float tile0 = m0 * scale_log2, tile1 = m1 * scale_log2;
-  const float new0 = tile0 > st.max0 + threshold ? tile0 : st.max0;
-  const float new1 = tile1 > st.max1 + threshold ? tile1 : st.max1;
+  float new0, new1;
+  if constexpr (kLazy) {  // -inf + the threshold stays -inf: the first tile always sets the max
+    const float tile0 = m0 * scale_log2, tile1 = m1 * scale_log2;
+    new0 = tile0 > st.max0 + kLazyRescaleThreshold ? tile0 : st.max0;
+    new1 = tile1 > st.max1 + kLazyRescaleThreshold ? tile1 : st.max1;
+  } else {
+    new0 = fmaxf(st.max0, m0 * scale_log2);
+    new1 = fmaxf(st.max1, m1 * scale_log2);
+  }
   factor0 = exp2_approx(st.max0 - new0);  // 0 on the first tile (max was -inf), 1 when it held
   factor1 = exp2_approx(st.max1 - new1);
   st.max0 = new0;
@@ -190,11 +196,10 @@ struct KernelParams {
   int s_q, s_kv, heads, q_tiles;
   int unit_begin, kv_splits;
   float scale_log2;
-  float rescale_threshold;  // online_softmax's threshold
 };
 constexpr int kPartialFloats = kBlockM * kHeadDim + 2 * kBlockM;  // O [128][128], then (max, sum) per row
 
-template <int kBlockN, bool kPingPong>
+template <int kBlockN, bool kPingPong, bool kLazy>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_attention_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                            const __grid_constant__ CUtensorMap tm_v, const KernelParams prm) {
@@ -205,7 +210,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
   const int warpgroup = threadIdx.x / 128;
   const int s_q = prm.s_q, s_kv = prm.s_kv, heads = prm.heads;
-  const float scale_log2 = prm.scale_log2, threshold = prm.rescale_threshold;
+  const float scale_log2 = prm.scale_log2;
   const int unit = prm.unit_begin + static_cast<int>(blockIdx.x) / prm.kv_splits;
   const int split = static_cast<int>(blockIdx.x) % prm.kv_splits;
   const int head = unit / prm.q_tiles;
@@ -283,8 +288,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   wgmma_wait<0>();
   pin_registers(s_acc);
   if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
-  online_softmax<kBlockN>(s_acc, st, scale_log2, threshold, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0,
-                          f1);
+  online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0,
+                                 f1);
   scores_to_operand<kBlockN>(s_acc, p);
 
   for (int j = 1; j < tiles; ++j) {
@@ -301,8 +306,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_wait<1>();  // the scores of tile j are in
     pin_registers(s_acc);
     if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
-    online_softmax<kBlockN>(s_acc, st, scale_log2, threshold, j == tiles - 1 && ends_at_last ? last_cols : kBlockN,
-                            lane, f0, f1);
+    online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, j == tiles - 1 && ends_at_last ? last_cols : kBlockN, lane,
+                                   f0, f1);
     wgmma_wait<0>();  // P(j-1) V(j-1) is in
     pin_registers(o_acc);
     pin_registers(p);
@@ -382,16 +387,16 @@ __global__ void combine_splits(KernelParams prm) {
   prm.out[static_cast<int64_t>(r) * prm.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(num / den);
 }
 
-template <int kBlockN, bool kPingPong>
+template <int kBlockN, bool kPingPong, bool kLazy>
 cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
   constexpr uint32_t kSharedBytes = Layout<kBlockN>::kSharedBytes;
-  if (cudaError_t e = opt_in_shared_memory<flash_attention_kernel<kBlockN, kPingPong>>(static_cast<int>(kSharedBytes));
+  if (cudaError_t e = opt_in_shared_memory<flash_attention_kernel<kBlockN, kPingPong, kLazy>>(static_cast<int>(kSharedBytes));
       e != cudaSuccess)
     return e;
   KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
                    (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.kv_splits,
-                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim))), l.rescale_threshold};
-  flash_attention_kernel<kBlockN, kPingPong><<<static_cast<unsigned>(l.units) * l.kv_splits, kThreads, kSharedBytes,
+                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};
+  flash_attention_kernel<kBlockN, kPingPong, kLazy><<<static_cast<unsigned>(l.units) * l.kv_splits, kThreads, kSharedBytes,
                                                stream>>>(l.q, l.k, l.v, prm);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || l.kv_splits == 1) return e;
   combine_splits<<<dim3(l.units, kBlockM), kHeadDim, 0, stream>>>(prm);
@@ -404,9 +409,20 @@ int flash_attention_partial_bytes() { return kPartialFloats * 4; }
 
 cudaError_t launch_flash_attention(const FlashAttentionLaunch& l, cudaStream_t stream) {
   if (l.units <= 0 || l.kv_splits < 1 || (l.kv_splits > 1 && l.partial == nullptr)) return cudaErrorInvalidValue;
-  if (l.kv_block == 176) return l.pingpong ? launch<176, true>(l, stream) : launch<176, false>(l, stream);
-  if (l.kv_block == 128) return l.pingpong ? launch<128, true>(l, stream) : launch<128, false>(l, stream);
-  return cudaErrorInvalidValue;
+  if (l.kv_block != 176 && l.kv_block != 128) return cudaErrorInvalidValue;
+  // Every (tile, schedule, rescale) variant is its own instantiation, so the default's code is
+  // what was measured whatever the switches add.
+  const int variant = (l.kv_block == 176 ? 4 : 0) + (l.pingpong ? 2 : 0) + (l.lazy_rescale ? 1 : 0);
+  switch (variant) {
+    case 0: return launch<128, false, false>(l, stream);
+    case 1: return launch<128, false, true>(l, stream);
+    case 2: return launch<128, true, false>(l, stream);
+    case 3: return launch<128, true, true>(l, stream);
+    case 4: return launch<176, false, false>(l, stream);
+    case 5: return launch<176, false, true>(l, stream);
+    case 6: return launch<176, true, false>(l, stream);
+    default: return launch<176, true, true>(l, stream);
+  }
 }
 
 }  // namespace orochi::cuda::sm90a

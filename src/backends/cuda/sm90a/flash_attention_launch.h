@@ -15,9 +15,9 @@ struct FlashAttentionLaunch {
   int s_q = 0, s_kv = 0, heads = 0;
   bool pingpong = true;  // the two consumer warpgroups take turns issuing their MMAs
   int kv_block = 128;    // key/value rows per tile: 128 or 176
-  // A row's running max moves only when a tile's max exceeds it by more than this (log2 units):
-  // 0 tracks it exactly; larger values skip most rescales of the output (see flash_attention.cu).
-  float rescale_threshold = 0.f;
+  // A row's running max moves only when a tile's max exceeds it by more than 2^8 (in exp2 terms),
+  // which skips most rescales of the output (flash_attention.cu); false: the exact running max.
+  bool lazy_rescale = false;
   // Work units (128 query rows of one head, numbered head-major) this launch covers.
   int unit_begin = 0, units = 0;
   // > 1: each unit's key tiles in that many slices, one CTA each, their partial results (in
