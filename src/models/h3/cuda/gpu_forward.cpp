@@ -48,13 +48,9 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
     OROCHI_RETURN_IF_ERROR(ulysses_attention());
     return linear_reduced(b.to_out, o, out, "gemm out");
   }
-  timer_.begin("gemm qkv");
   const GpuLinear w[] = {b.to_q, b.to_k, b.to_v};
   const Tensor ys[] = {q, k, v};  // [rows, heads * hd] each
-  OROCHI_RETURN_IF_ERROR(project_qkv(w, x, ys));
-  timer_.end();
-  OROCHI_RETURN_IF_ERROR(qk_norm_rope(b, q, k, rows, heads, main ? ptr<const bf16>(B.rope_cos) : nullptr,
-                                      main ? ptr<const bf16>(B.rope_sin) : nullptr, main ? config_.rotary_dim() : 0));
+  OROCHI_RETURN_IF_ERROR(project_qkv(b, w, x, ys, heads, /*rope=*/main, /*first_row=*/0));
   timer_.begin("attention");
   OROCHI_RETURN_IF_ERROR(attend(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(),
                                 cuda::AttentionShape{.s_q = rows, .s_kv = rows, .heads = heads, .head_dim = hd}));
@@ -62,10 +58,21 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   return linear_reduced(b.to_out, o, out, "gemm out");  // [rows, H]
 }
 
-Status H3GpuRunner::qk_norm_rope(const GpuBlock& b, const Tensor& q, const Tensor& k, int64_t rows, int64_t heads,
-                                 const bf16* cos, const bf16* sin, int64_t rot) {
-  const int64_t hd = config_.attention_head_dim;
+Status H3GpuRunner::project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3],
+                                int64_t heads, bool rope, int64_t first_row) {
+  timer_.begin("gemm qkv");
+  if (gemm_sm90a_ || w[0].bias.defined() || w[1].bias.defined() || w[2].bias.defined()) {
+    for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(linear(w[i], x, y[i]));
+  } else {
+    const Tensor ws[] = {w[0].weight, w[1].weight, w[2].weight};
+    OROCHI_RETURN_IF_ERROR(gemm_->linear_shared_input(x, ws, y, stream_));
+  }
+  timer_.end();
+  const int64_t rows = y[0].dim(0), hd = config_.attention_head_dim, rot = rope ? config_.rotary_dim() : 0;
+  const bf16* cos = rope ? ptr<const bf16>(buf_->rope_cos) + first_row * rot : nullptr;
+  const bf16* sin = rope ? ptr<const bf16>(buf_->rope_sin) + first_row * rot : nullptr;
   const float eps = static_cast<float>(config_.qk_norm_eps);
+  const Tensor &q = y[0], &k = y[1];
   timer_.begin("qk norm + rope");
   Status s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(q), ptr<const bf16>(b.norm_q), rows, heads, hd, eps,
                                                          cos, sin, rot, stream_), "qk_norm_rope q");

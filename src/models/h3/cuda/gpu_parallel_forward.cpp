@@ -13,9 +13,6 @@ namespace {
 
 using cuda::kernels::bf16;
 
-template <typename T>
-T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
-
 Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(err, what); }
 
 // Rows [j * C, (j + 1) * C) of a linear's weight: the heads of one SP chunk.
@@ -91,17 +88,13 @@ Status H3GpuRunner::ulysses_qkv(const GpuBlock& b, const Tensor& x) {
   const RankRows& my = B.layout;
   const RankDims d = rank_dims(config_, B.size, rank_);
   const int n = rank_.sp_size, r = rank_.sp_rank;
-  const int64_t C = d.attn_inner(), R = my.rows.size(), rot = config_.rotary_dim();
+  const int64_t C = d.attn_inner(), R = my.rows.size();
   auto slot = [&](const Tensor& t, int j) { return t.view({-1}).slice(0, j * R * C, (j + 1) * R * C).view({R, C}); };
   // This rank's rows of chunk j of the heads, into out[0..2] [R, C]; q and k then normalized and
   // rotated with this rank's rows' angles, so nothing is left to do on them after the exchange.
   auto project = [&](int j, const Tensor (&out)[3]) -> Status {
     const GpuLinear w[] = {out_rows(b.to_q, j, C), out_rows(b.to_k, j, C), out_rows(b.to_v, j, C)};
-    timer_.begin("gemm qkv");
-    OROCHI_RETURN_IF_ERROR(project_qkv(w, x, out));
-    timer_.end();
-    return qk_norm_rope(b, out[0], out[1], R, d.attn_heads, ptr<const bf16>(B.rope_cos) + my.rows.begin * rot,
-                        ptr<const bf16>(B.rope_sin) + my.rows.begin * rot, rot);
+    return project_qkv(b, w, x, out, d.attn_heads, /*rope=*/true, my.rows.begin);
   };
   for (int step = 1; step < n; ++step) {
     const int p = (r + step) % n;
@@ -128,7 +121,7 @@ Status H3GpuRunner::ulysses_qkv_gathered(const GpuBlock& b, const Tensor& x) {
   const RankRows& my = B.layout;
   const RankDims d = rank_dims(config_, B.size, rank_);
   const int n = rank_.sp_size, r = rank_.sp_rank;
-  const int64_t C = d.attn_inner(), H = config_.hidden_size, R = my.rows.size(), rot = config_.rotary_dim();
+  const int64_t C = d.attn_inner(), H = config_.hidden_size, R = my.rows.size();
   // xa holds the peers' rows in row order, without this rank's: row i lands at i, or i - R past mine.
   auto xa_row = [&](int64_t row) { return row < my.rows.begin ? row : row - R; };
   std::vector<int64_t> send_counts(n, R * H), send_offsets(n, 0), recv_counts(n, 0), recv_offsets(n, 0);
@@ -145,11 +138,7 @@ Status H3GpuRunner::ulysses_qkv_gathered(const GpuBlock& b, const Tensor& x) {
   auto project = [&](const dist::Range& rows, const Tensor& in) -> Status {
     auto part = [&](const Tensor& t) { return t.slice(0, rows.begin, rows.end); };
     const Tensor out[] = {part(B.qa), part(B.ka), part(B.va)};  // [rows, C]
-    timer_.begin("gemm qkv");
-    OROCHI_RETURN_IF_ERROR(project_qkv(w, in, out));
-    timer_.end();
-    return qk_norm_rope(b, out[0], out[1], rows.size(), d.attn_heads, ptr<const bf16>(B.rope_cos) + rows.begin * rot,
-                        ptr<const bf16>(B.rope_sin) + rows.begin * rot, rot);
+    return project_qkv(b, w, in, out, d.attn_heads, /*rope=*/true, rows.begin);
   };
   OROCHI_RETURN_IF_ERROR(project(my.rows, x));
   OROCHI_RETURN_IF_ERROR(compute_after_comm());

@@ -199,15 +199,6 @@ Status H3GpuRunner::linear(const GpuLinear& l, const Tensor& x, const Tensor& y)
   return gemm_->linear(x, l.weight, bias, y, stream_);
 }
 
-Status H3GpuRunner::project_qkv(const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3]) {
-  if (gemm_sm90a_ || w[0].bias.defined() || w[1].bias.defined() || w[2].bias.defined()) {
-    for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(linear(w[i], x, y[i]));
-    return Status::ok();
-  }
-  const Tensor ws[] = {w[0].weight, w[1].weight, w[2].weight};
-  return gemm_->linear_shared_input(x, ws, y, stream_);
-}
-
 Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   OROCHI_RETURN_IF_ERROR(validate_inputs(config_, in, timesteps.numel()));
   RequestSize size{in.rows(), in.text.dim(0), in.video.dim(0), in.audio.dim(0), timesteps.numel()};

@@ -107,14 +107,13 @@ class H3GpuRunner {
   Status build_tables(const Tensor& timesteps);
   Status upload_rows(const H3Inputs& inputs);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
-  // y[i] = x · w[i]^T for q, k and v: one batched cuBLASLt call when the three weights and the
-  // three outputs are equally spaced views of one size (GemmRunner::linear_shared_input), else a
-  // linear each (biases, the sm90a GEMM).
-  Status project_qkv(const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3]);
-  // q and k [rows, heads * head_dim] in place: the block's per-head RMSNorms, then RoPE with `rot`
-  // channels of the cos/sin rows starting at the tables' row for q's first row (rot 0: no RoPE).
-  Status qk_norm_rope(const GpuBlock& b, const Tensor& q, const Tensor& k, int64_t rows, int64_t heads,
-                      const cuda::kernels::bf16* cos, const cuda::kernels::bf16* sin, int64_t rot);
+  // y = {q, k, v} [rows, heads * head_dim], y[i] = x [rows, H] · w[i]^T: one batched cuBLASLt call
+  // when the three weights and the three outputs are equally spaced views of one size
+  // (GemmRunner::linear_shared_input), else a linear each (biases, the sm90a GEMM). Then q and k
+  // in place: the block's per-head RMSNorms and, with `rope`, RoPE at the angles of packed rows
+  // [first_row, first_row + rows).
+  Status project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3], int64_t heads,
+                     bool rope, int64_t first_row);
   Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out);
   // Attention through Orochi's Hopper kernel when chosen and the shape fits it, else cuDNN.
   Status attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape);
