@@ -7,11 +7,7 @@
 # q/k norm kernels and the sm90a GEMM), BENCH_ARGS (for example "--gpus 2 --parallel sp"), TESTS
 # (test executables, "" for none), ROUNDS (default 1), WARMUP, ITERS.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
-export OROCHI_TEST_DATA_DIR="$root/tests/data" NCCL_NVLS_ENABLE=0
+source "$(dirname "$0")/device_env.sh"
 resolutions=("${@:-480p}")
 
 source scripts/device/gpu_telemetry.sh

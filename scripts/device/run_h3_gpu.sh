@@ -3,12 +3,7 @@
 # (../shared/bench/peer_h3.py, copied to .peer/) on the same GPU, then one table with the ratio.
 # Usage (device run, carry gpu-dist .whl .peer): bash scripts/device/run_h3_gpu.sh [480p 768p]
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export OROCHI_TEST_DATA_DIR="$root/tests/data" OROCHI_BINARY="$root/gpu-dist/orochi"
+source "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 resolutions=("${@:-480p}")
 source scripts/device/gpu_telemetry.sh

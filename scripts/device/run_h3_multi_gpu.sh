@@ -7,12 +7,7 @@
 # Env: GPUS (default 2; 4 or 8 on the larger kinds), SKIP_TESTS=1, SKIP_PEER=1, SKIP_ONE=1 (no 1-GPU
 # bench), ITERS, WARMUP, PROFILE=1.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export OROCHI_TEST_DATA_DIR="$root/tests/data" OROCHI_BINARY="$root/gpu-dist/orochi"
+source "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 nvidia-smi topo -m > "$OUT/topo.txt" 2>&1; head -4 "$OUT/topo.txt"
 resolutions=("${@:-480p}")

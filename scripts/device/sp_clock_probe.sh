@@ -8,11 +8,7 @@
 # the traffic does, it is the link. Usage (carry gpu-dist): bash scripts/device/sp_clock_probe.sh
 # (STEPS, RES, WARMUP, ITERS below).
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "$0")/device_env.sh"
 source scripts/device/gpu_telemetry.sh
 res="${RES:-768p}" warmup="${WARMUP:-2}" iters="${ITERS:-5}"
 median() {  # label: the bench's median forward from its JSON on stdin
