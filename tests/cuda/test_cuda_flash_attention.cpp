@@ -90,18 +90,27 @@ TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
     EXPECT_LE(w.rel_l2, 1e-2) << w.summary();
   }
 
-  // Lazy rescaling (the running max moves only by more than 2^8): the same softmax, other roundings.
+  // Eager rescaling (the exact running max; the default is lazy: it moves only by more than 2^8):
+  // the same softmax, other roundings of P. Lazy and eager outputs differ by about two bf16 output
+  // roundings (2.5-2.7e-3 measured on an H200), hence 4e-3 between them; both stay near 2e-3 of the CPU.
+  Tensor eager;
   for (bool pingpong : {true, false}) {
-    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.pingpong = pingpong, .lazy_rescale = true}));
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.pingpong = pingpong, .lazy_rescale = false}));
     ASSERT_CUDA(cudaDeviceSynchronize());
-    const Tensor lazy = p.output();
-    const testing::Comparison l = testing::compare(select_heads(lazy, heads), expected);
-    const testing::Comparison vs_eager = testing::compare(lazy, gpu);
-    std::printf("%s lazy rescale%s vs CPU: %s; vs eager %s\n", s.to_string().c_str(), pingpong ? "" : " plain",
-                l.summary().c_str(), vs_eager.summary().c_str());
-    EXPECT_TRUE(l.same_nonfinite) << l.summary();
-    EXPECT_LE(l.rel_l2, 1e-2) << l.summary();
-    EXPECT_LE(vs_eager.rel_l2, 2e-3) << vs_eager.summary();
+    const Tensor got = p.output();
+    const testing::Comparison e = testing::compare(select_heads(got, heads), expected);
+    const testing::Comparison vs_lazy = testing::compare(got, gpu);
+    std::printf("%s eager rescale%s vs CPU: %s; vs lazy %s\n", s.to_string().c_str(), pingpong ? "" : " plain",
+                e.summary().c_str(), vs_lazy.summary().c_str());
+    EXPECT_TRUE(e.same_nonfinite) << e.summary();
+    EXPECT_LE(e.rel_l2, 1e-2) << e.summary();
+    EXPECT_LE(vs_lazy.rel_l2, 4e-3) << vs_lazy.summary();
+    if (pingpong) {
+      eager = got;
+    } else {
+      const testing::Comparison same = testing::compare(got, eager);
+      EXPECT_TRUE(same.same_nonfinite && same.max_abs == 0) << "ping-pong changed the eager result: " << same.summary();
+    }
   }
 
   if (CudnnAttention::compiled_with_frontend()) {
@@ -153,7 +162,7 @@ TEST(FlashAttention, SplitsASparseLastWave) {
                 vs_cpu.summary().c_str());
     EXPECT_TRUE(vs_whole.same_nonfinite) << vs_whole.summary();  // every row written, none NaN
     EXPECT_GT(vs_whole.max_abs, 0) << "the split path did not run";
-    EXPECT_LE(vs_whole.rel_l2, 2e-3) << vs_whole.summary();
+    EXPECT_LE(vs_whole.rel_l2, 4e-3) << vs_whole.summary();  // lazy: each slice has its own stale max
     EXPECT_LE(vs_cpu.rel_l2, 1e-2) << vs_cpu.summary();
     // Too small a workspace: no split, the same bits as unsplit.
     ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.workspace = workspace.ptr, .workspace_bytes = 1024, .sm_count = sms}));
@@ -255,13 +264,13 @@ TEST(FlashAttention, TimingInformative) {
     ASSERT_TRUE(ws_bytes.has_value()) << ws_bytes.status().to_string();
     DeviceBuffer ws(*ws_bytes);
     ASSERT_TRUE(ws.ptr);
-    const FlashAttentionOptions split{.workspace = ws.ptr, .workspace_bytes = *ws_bytes};
-    FlashAttentionOptions lazy = split;
-    lazy.lazy_rescale = true;
+    const FlashAttentionOptions lazy{.workspace = ws.ptr, .workspace_bytes = *ws_bytes};  // the defaults
+    FlashAttentionOptions eager = lazy;
+    eager.lazy_rescale = false;
     for (const Candidate& cand : {Candidate{"cudnn", true, {}}, Candidate{"flash 128 pp", false, {true, 128}},
                                   Candidate{"flash 176 pp", false, {true, 176}},
                                   Candidate{"flash 176 plain", false, {false, 176}},
-                                  Candidate{"flash 176 pp split", false, split},
+                                  Candidate{"flash split eager", false, eager},
                                   Candidate{"flash split lazy", false, lazy}}) {
       if (cand.cudnn && !have_cudnn) continue;
       auto run = [&]() -> Status {

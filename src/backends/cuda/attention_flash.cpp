@@ -59,7 +59,7 @@ Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
   OROCHI_ASSIGN_OR_RETURN(const std::string kv_block, env_choice("OROCHI_FLASH_KV_BLOCK", {"128", "176"}, "176"));
   OROCHI_ASSIGN_OR_RETURN(const std::string pingpong, env_choice("OROCHI_FLASH_PINGPONG", {"0", "1"}, "1"));
   OROCHI_ASSIGN_OR_RETURN(const std::string split, env_choice("OROCHI_FLASH_SPLIT_TAIL", {"0", "1"}, "1"));
-  OROCHI_ASSIGN_OR_RETURN(const std::string rescale, env_choice("OROCHI_FLASH_RESCALE", {"eager", "lazy"}, "eager"));
+  OROCHI_ASSIGN_OR_RETURN(const std::string rescale, env_choice("OROCHI_FLASH_RESCALE", {"eager", "lazy"}, "lazy"));
   o.lazy_rescale = std::string_view(rescale) == "lazy";
   o.kv_block = std::stoi(kv_block);
   o.pingpong = pingpong == "1";

@@ -33,8 +33,10 @@ struct FlashAttentionOptions {
   int kv_block = 176;
   bool split_tail = true;       // split a sparse last wave's units (needs the workspace)
   // Lazy rescaling: a row's running max (and with it the output's rescale) moves only when a key
-  // tile raises it by more than 2^8; off, it tracks the exact running max. Same softmax either way.
-  bool lazy_rescale = false;
+  // tile raises it by more than 2^8; off, it tracks the exact running max. Same softmax either way;
+  // lazy made the forward 0.3-0.4% faster on an H200 (480p 3 alternating rounds, 768p one) with the
+  // same error against diffusers' 50-layer forward (rel L2 8.35e-3 both).
+  bool lazy_rescale = true;
   void* workspace = nullptr;    // device memory for the split units' partial results
   size_t workspace_bytes = 0;
   int sm_count = 0;             // 0: the current device's; tests set it to exercise the split anywhere
