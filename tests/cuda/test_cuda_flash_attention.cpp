@@ -1,6 +1,5 @@
 // Orochi's own Hopper attention kernel (cuda::flash_attention) against the CPU reference and
-// against cuDNN on the same inputs; both MMA schedules; eager and lazy rescaling; CTA pairs sharing
-// key/value loads; graph capture;
+// against cuDNN on the same inputs; both MMA schedules; eager and lazy rescaling; graph capture;
 // refused shapes; and an informative timing beside cuDNN at the H3 denoiser's sizes.
 #include <gtest/gtest.h>
 
@@ -114,17 +113,6 @@ TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
     }
   }
 
-  // CTA pairs (each loads half of every key/value tile for both): the same tiles, the same bits,
-  // with either rescale; odd query-tile counts give a pair a phantom tile that must store nothing.
-  for (bool lazy : {true, false}) {
-    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.lazy_rescale = lazy, .kv_pairs = true}));
-    ASSERT_CUDA(cudaDeviceSynchronize());
-    const testing::Comparison same = testing::compare(p.output(), lazy ? gpu : eager);
-    std::printf("%s pairs (%s) vs single CTAs: %s\n", s.to_string().c_str(), lazy ? "lazy" : "eager",
-                same.summary().c_str());
-    EXPECT_TRUE(same.same_nonfinite && same.max_abs == 0) << same.summary();
-  }
-
   if (CudnnAttention::compiled_with_frontend()) {
     CudnnAttention cudnn(nullptr);
     ASSERT_OK(cudnn.run(p.q->ptr, p.k->ptr, p.v->ptr, p.o->ptr, s, nullptr));
@@ -149,9 +137,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionVsCpu,
 
 // A last wave at most half full is split over the idle SMs: 2053 rows x 8 heads = 136 units of 128
 // query rows; pretending 132 SMs leaves 4 (6 slices of 2 key tiles each), 100 SMs leaves 36 (2
-// slices). With CTA pairs the 17 query tiles per head round up to 18: 144 units, a tail of 12 at
-// 132 SMs, 44 at 100 and 13 -> 14 at 131 (an odd count). Same attention as unsplit (other rounding
-// of P), against the CPU too.
+// slices). Same attention as unsplit (other rounding of P), against the CPU too.
 TEST(FlashAttention, SplitsASparseLastWave) {
   REQUIRE_HOPPER();
   const AttentionShape s{2053, 2053, 8, 128};
@@ -162,31 +148,24 @@ TEST(FlashAttention, SplitsASparseLastWave) {
   const Tensor whole = p.output();
   const std::vector<int64_t> heads = {0, 7};  // head 7 holds the last units
   const Tensor expected = cpu_reference(p.in, heads);
-  struct Case {
-    int sms;
-    bool pairs;
-  };
-  for (const Case& c : {Case{132, false}, Case{100, false}, Case{132, true}, Case{100, true}, Case{131, true}}) {
-    const int sms = c.sms;
+  for (int sms : {132, 100}) {
     Expected<size_t> bytes = cuda::flash_attention_workspace_bytes(sms);
     ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
     DeviceBuffer workspace(*bytes);
     ASSERT_TRUE(workspace.ptr);
-    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.kv_pairs = c.pairs, .workspace = workspace.ptr,
-                                                   .workspace_bytes = *bytes, .sm_count = sms}));
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.workspace = workspace.ptr, .workspace_bytes = *bytes, .sm_count = sms}));
     ASSERT_CUDA(cudaDeviceSynchronize());
     const Tensor split = p.output();
     const testing::Comparison vs_whole = testing::compare(split, whole);
     const testing::Comparison vs_cpu = testing::compare(select_heads(split, heads), expected);
-    std::printf("split last wave (%d SMs%s): vs unsplit %s; vs CPU %s\n", sms, c.pairs ? ", pairs" : "",
-                vs_whole.summary().c_str(), vs_cpu.summary().c_str());
+    std::printf("split last wave (%d SMs): vs unsplit %s; vs CPU %s\n", sms, vs_whole.summary().c_str(),
+                vs_cpu.summary().c_str());
     EXPECT_TRUE(vs_whole.same_nonfinite) << vs_whole.summary();  // every row written, none NaN
     EXPECT_GT(vs_whole.max_abs, 0) << "the split path did not run";
     EXPECT_LE(vs_whole.rel_l2, 4e-3) << vs_whole.summary();  // lazy: each slice has its own stale max
     EXPECT_LE(vs_cpu.rel_l2, 1e-2) << vs_cpu.summary();
     // Too small a workspace: no split, the same bits as unsplit.
-    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.kv_pairs = c.pairs, .workspace = workspace.ptr,
-                                                   .workspace_bytes = 1024, .sm_count = sms}));
+    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.workspace = workspace.ptr, .workspace_bytes = 1024, .sm_count = sms}));
     ASSERT_CUDA(cudaDeviceSynchronize());
     const testing::Comparison small = testing::compare(p.output(), whole);
     EXPECT_TRUE(small.same_nonfinite && small.max_abs == 0) << small.summary();
@@ -263,9 +242,6 @@ TEST(FlashAttention, RefusesShapesItWasNotBuiltFor) {
             ErrorCode::kInvalidArgument);  // misaligned q
   EXPECT_EQ(cuda::flash_attention(b.ptr, b.ptr, b.ptr, b.ptr, ok, nullptr, FlashAttentionOptions{.kv_block = 64}).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(cuda::flash_attention(b.ptr, b.ptr, b.ptr, b.ptr, ok, nullptr,
-                                  FlashAttentionOptions{.kv_block = 128, .kv_pairs = true}).code(),
-            ErrorCode::kInvalidArgument);  // pairs exist for 176-row tiles with ping-pong only
 }
 
 // Informative on speed (prints, never fails on it); the outputs are spot-checked in double.
@@ -291,14 +267,11 @@ TEST(FlashAttention, TimingInformative) {
     const FlashAttentionOptions lazy{.workspace = ws.ptr, .workspace_bytes = *ws_bytes};  // the defaults
     FlashAttentionOptions eager = lazy;
     eager.lazy_rescale = false;
-    FlashAttentionOptions pairs = lazy;
-    pairs.kv_pairs = true;
     for (const Candidate& cand : {Candidate{"cudnn", true, {}}, Candidate{"flash 128 pp", false, {true, 128}},
                                   Candidate{"flash 176 pp", false, {true, 176}},
                                   Candidate{"flash 176 plain", false, {false, 176}},
                                   Candidate{"flash split eager", false, eager},
-                                  Candidate{"flash split lazy", false, lazy},
-                                  Candidate{"flash lazy pairs", false, pairs}}) {
+                                  Candidate{"flash split lazy", false, lazy}}) {
       if (cand.cudnn && !have_cudnn) continue;
       auto run = [&]() -> Status {
         if (cand.cudnn) return cudnn.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream);

@@ -21,14 +21,12 @@ Expected<int> multiprocessors(int override_count) {
 }
 
 // How many of the last units to split, and into how many slices: only a last wave at most half
-// full, into as many slices as fill the SMs (at most 16, each at least 2 key tiles). With CTA
-// pairs the split units are an even number (a pair's CTAs take the same slices).
+// full, into as many slices as fill the SMs (at most 16, each at least 2 key tiles).
 struct TailSplit {
   int units = 0, slices = 1;
 };
-TailSplit plan_tail(int64_t units, int64_t key_tiles, int sms, bool pairs) {
-  int tail = static_cast<int>(units % sms);
-  if (pairs && tail % 2 != 0) ++tail;
+TailSplit plan_tail(int64_t units, int64_t key_tiles, int sms) {
+  const int tail = static_cast<int>(units % sms);
   if (tail == 0 || 2 * tail > sms) return {};
   const int slices = static_cast<int>(std::min<int64_t>({16, sms / tail, key_tiles / 2}));
   if (slices < 2) return {};
@@ -62,8 +60,6 @@ Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
   OROCHI_ASSIGN_OR_RETURN(const std::string pingpong, env_choice("OROCHI_FLASH_PINGPONG", {"0", "1"}, "1"));
   OROCHI_ASSIGN_OR_RETURN(const std::string split, env_choice("OROCHI_FLASH_SPLIT_TAIL", {"0", "1"}, "1"));
   OROCHI_ASSIGN_OR_RETURN(const std::string rescale, env_choice("OROCHI_FLASH_RESCALE", {"eager", "lazy"}, "lazy"));
-  OROCHI_ASSIGN_OR_RETURN(const std::string pairs, env_choice("OROCHI_FLASH_PAIRS", {"0", "1"}, "0"));
-  o.kv_pairs = std::string_view(pairs) == "1";
   o.lazy_rescale = std::string_view(rescale) == "lazy";
   o.kv_block = std::stoi(kv_block);
   o.pingpong = pingpong == "1";
@@ -82,15 +78,10 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   if (options.kv_block != 128 && options.kv_block != 176)
     return Status(ErrorCode::kInvalidArgument,
                   "flash attention tiles keys by 128 or 176 rows, not " + std::to_string(options.kv_block));
-  if (options.kv_pairs && (options.kv_block != 176 || !options.pingpong))
-    return Status(ErrorCode::kInvalidArgument,
-                  "flash attention's CTA pairs (OROCHI_FLASH_PAIRS=1) need 176-row key tiles and the ping-pong schedule");
   sm90a::FlashAttentionLaunch launch;
-  // With pairs each CTA loads half of every key/value tile (for both).
-  const int kv_box_rows = options.kv_pairs ? options.kv_block / 2 : options.kv_block;
   OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.q, q, shape.s_q, shape.heads, 128));
-  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.k, k, shape.s_kv, shape.heads, kv_box_rows));
-  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.v, v, shape.s_kv, shape.heads, kv_box_rows));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.k, k, shape.s_kv, shape.heads, options.kv_block));
+  OROCHI_RETURN_IF_ERROR(bf16_rows_heads_map(launch.v, v, shape.s_kv, shape.heads, options.kv_block));
   launch.kv_block = options.kv_block;
   launch.o = o;
   launch.s_q = static_cast<int>(shape.s_q);
@@ -98,14 +89,12 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   launch.heads = static_cast<int>(shape.heads);
   launch.pingpong = options.pingpong;
   launch.lazy_rescale = options.lazy_rescale;
-  launch.kv_pairs = options.kv_pairs;
-  const int64_t units =
-      int64_t{sm90a::flash_attention_query_tiles(static_cast<int>(shape.s_q), options.kv_pairs)} * shape.heads;
+  const int64_t units = (shape.s_q + 127) / 128 * shape.heads;
   const int64_t key_tiles = (shape.s_kv + options.kv_block - 1) / options.kv_block;
   TailSplit tail;
   if (options.split_tail && options.workspace != nullptr) {
     OROCHI_ASSIGN_OR_RETURN(int sms, multiprocessors(options.sm_count));
-    tail = plan_tail(units, key_tiles, sms, options.kv_pairs);
+    tail = plan_tail(units, key_tiles, sms);
     const size_t need = static_cast<size_t>(tail.units) * tail.slices * sm90a::flash_attention_partial_bytes();
     if (need > options.workspace_bytes) tail = {};  // too small a workspace: no split
   }

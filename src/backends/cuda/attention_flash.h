@@ -37,9 +37,6 @@ struct FlashAttentionOptions {
   // lazy made the forward 0.3-0.4% faster on an H200 (480p 3 alternating rounds, 768p one) with the
   // same error against diffusers' 50-layer forward (rel L2 8.35e-3 both).
   bool lazy_rescale = true;
-  // Clusters of two CTAs on adjacent query tiles of one head share every key/value tile's load
-  // (TMA multicast: half the L2 reads). Needs kv_block 176 and ping-pong.
-  bool kv_pairs = false;
   void* workspace = nullptr;    // device memory for the split units' partial results
   size_t workspace_bytes = 0;
   int sm_count = 0;             // 0: the current device's; tests set it to exercise the split anywhere
@@ -49,8 +46,7 @@ struct FlashAttentionOptions {
 Expected<size_t> flash_attention_workspace_bytes(int sm_count = 0);
 
 // The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176), OROCHI_FLASH_PINGPONG (0 | 1),
-// OROCHI_FLASH_SPLIT_TAIL (0 | 1), OROCHI_FLASH_RESCALE (eager | lazy) and OROCHI_FLASH_PAIRS (0 | 1)
-// for side-by-side timing;
+// OROCHI_FLASH_SPLIT_TAIL (0 | 1) and OROCHI_FLASH_RESCALE (eager | lazy) for side-by-side timing;
 // an invalid value is an error that names the variable.
 Expected<FlashAttentionOptions> flash_attention_options_from_environment();
 

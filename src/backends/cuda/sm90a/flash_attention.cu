@@ -8,10 +8,7 @@
 //   - inside a warpgroup, the QK^T of tile j runs while the PV of tile j-1 is issued behind it,
 //     and the softmax of tile j overlaps that PV;
 //   - across the two warpgroups ("ping-pong"), named barriers make one issue its MMAs while the
-//     other does its softmax, so the tensor cores stay fed;
-//   - optionally (kPair) two CTAs of a cluster take adjacent query tiles of one head and each loads
-//     half of every K and V tile for both (TMA multicast): half the L2 reads, which on an H200
-//     capped at 700 W are energy the tensor cores could use.
+//     other does its softmax, so the tensor cores stay fed.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -187,14 +184,6 @@ __device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, fl
   }
 }
 
-// A consumer warp is done with a K or V stage: its own CTA's producer may refill it, and with
-// kPair so may the peer's, whose multicast writes this CTA's copy too.
-template <bool kPair>
-__device__ __forceinline__ void release(uint64_t* empty, int rank) {
-  mbarrier_arrive(empty);
-  if constexpr (kPair) mbarrier_arrive_cluster(empty, static_cast<uint32_t>(rank ^ 1));
-}
-
 // Work unit u = 128 query rows of one head: head u / q_tiles, query tile u % q_tiles, so the CTAs
 // resident together work on one head and share its K and V in L2. A CTA covers one unit, or with
 // kv_splits > 1 one of that many slices of its key tiles, whose unnormalized output, row max and
@@ -210,11 +199,7 @@ struct KernelParams {
 };
 constexpr int kPartialFloats = kBlockM * kHeadDim + 2 * kBlockM;  // O [128][128], then (max, sum) per row
 
-// With kPair the grid is in clusters of 2 CTAs: CTA (pair, rank) covers unit unit_begin +
-// 2 (pair / kv_splits) + rank, slice pair % kv_splits, so both CTAs of a cluster share a head
-// (query tiles are counted per head rounded up to even; a phantom tile past s_q stores nothing)
-// and the same key tiles.
-template <int kBlockN, bool kPingPong, bool kLazy, bool kPair>
+template <int kBlockN, bool kPingPong, bool kLazy>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_attention_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                            const __grid_constant__ CUtensorMap tm_v, const KernelParams prm) {
@@ -226,12 +211,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / 128;
   const int s_q = prm.s_q, s_kv = prm.s_kv, heads = prm.heads;
   const float scale_log2 = prm.scale_log2;
-  const int block = static_cast<int>(blockIdx.x);
-  const int rank = kPair ? (block & 1) : 0;  // == %cluster_ctarank for clusters of (2, 1, 1)
-  const int unit = kPair ? prm.unit_begin + 2 * (block / 2 / prm.kv_splits) + rank
-                         : prm.unit_begin + block / prm.kv_splits;
-  const int split = kPair ? block / 2 % prm.kv_splits : block % prm.kv_splits;
-  const int slot = (unit - prm.unit_begin) * prm.kv_splits + split;  // partial result index
+  const int unit = prm.unit_begin + static_cast<int>(blockIdx.x) / prm.kv_splits;
+  const int split = static_cast<int>(blockIdx.x) % prm.kv_splits;
   const int head = unit / prm.q_tiles;
   const int row0 = (unit % prm.q_tiles) * kBlockM;
   const int all_tiles = (s_kv + kBlockN - 1) / kBlockN;
@@ -244,56 +225,36 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&bar.k_full[s], 1);
       mbarrier_init(&bar.v_full[s], 1);
-      mbarrier_init(&bar.k_empty[s], kConsumerWarps * (kPair ? 2 : 1));  // with kPair the peer's warps too
-      mbarrier_init(&bar.v_empty[s], kConsumerWarps * (kPair ? 2 : 1));
+      mbarrier_init(&bar.k_empty[s], kConsumerWarps);
+      mbarrier_init(&bar.v_empty[s], kConsumerWarps);
     }
     mbarrier_init_fence();
   }
-  if constexpr (kPair) {
-    cluster_sync();  // the peer's barriers exist before anything arrives on them
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
 
   if (warpgroup == 0) {  // producer
     registers_shrink<24>();
     if (threadIdx.x == 0) {
       uint8_t* q = smem + L::kQ;
-      const int q_row = row0 < s_q ? row0 : 0;  // a phantom tile computes on real rows, stores none
       mbarrier_arrive_expect_bytes(&bar.q_full, 2 * kQHalfBytes);
-      tma_load_3d(q, &tm_q, &bar.q_full, 0, head, q_row);
-      tma_load_3d(q + kQHalfBytes, &tm_q, &bar.q_full, 64, head, q_row);
+      tma_load_3d(q, &tm_q, &bar.q_full, 0, head, row0);
+      tma_load_3d(q + kQHalfBytes, &tm_q, &bar.q_full, 64, head, row0);
       for (int j = 0; j < tiles; ++j) {
         const int s = j % kStages;
         const uint32_t parity = (j / kStages) & 1;
         uint8_t* k = smem + L::kK + s * L::kTileBytes;
         uint8_t* v = smem + L::kV + s * L::kTileBytes;
         if (j >= kStages) mbarrier_wait(&bar.k_empty[s], parity ^ 1);
-        mbarrier_arrive_expect_bytes(&bar.k_full[s], L::kTileBytes);  // with kPair half of it from the peer
+        mbarrier_arrive_expect_bytes(&bar.k_full[s], L::kTileBytes);
         const int key_row = (first_tile + j) * kBlockN;
-        if constexpr (kPair) {
-          // This CTA's half of the rows into both CTAs. A half wholly past s_kv loads the last row
-          // instead: its columns are masked (P = 0) all the same.
-          constexpr int kRows = kBlockN / 2;
-          constexpr uint32_t kOffset = kRows * 128;  // bytes of kRows rows of one 64-column half
-          const int half_row = min(key_row + rank * kRows, s_kv - 1);
-          tma_load_3d_multicast(k + rank * kOffset, &tm_k, &bar.k_full[s], 0, head, half_row, 0b11);
-          tma_load_3d_multicast(k + L::kHalfBytes + rank * kOffset, &tm_k, &bar.k_full[s], 64, head, half_row, 0b11);
-          if (j >= kStages) mbarrier_wait(&bar.v_empty[s], parity ^ 1);
-          mbarrier_arrive_expect_bytes(&bar.v_full[s], L::kTileBytes);
-          tma_load_3d_multicast(v + rank * kOffset, &tm_v, &bar.v_full[s], 0, head, half_row, 0b11);
-          tma_load_3d_multicast(v + L::kHalfBytes + rank * kOffset, &tm_v, &bar.v_full[s], 64, head, half_row, 0b11);
-        } else {
-          tma_load_3d(k, &tm_k, &bar.k_full[s], 0, head, key_row);
-          tma_load_3d(k + L::kHalfBytes, &tm_k, &bar.k_full[s], 64, head, key_row);
-          if (j >= kStages) mbarrier_wait(&bar.v_empty[s], parity ^ 1);
-          mbarrier_arrive_expect_bytes(&bar.v_full[s], L::kTileBytes);
-          tma_load_3d(v, &tm_v, &bar.v_full[s], 0, head, key_row);
-          tma_load_3d(v + L::kHalfBytes, &tm_v, &bar.v_full[s], 64, head, key_row);
-        }
+        tma_load_3d(k, &tm_k, &bar.k_full[s], 0, head, key_row);
+        tma_load_3d(k + L::kHalfBytes, &tm_k, &bar.k_full[s], 64, head, key_row);
+        if (j >= kStages) mbarrier_wait(&bar.v_empty[s], parity ^ 1);
+        mbarrier_arrive_expect_bytes(&bar.v_full[s], L::kTileBytes);
+        tma_load_3d(v, &tm_v, &bar.v_full[s], 0, head, key_row);
+        tma_load_3d(v + L::kHalfBytes, &tm_v, &bar.v_full[s], 64, head, key_row);
       }
     }
-    if constexpr (kPair) cluster_sync();  // no thread leaves while the peer may still arrive here
     return;
   }
 
@@ -326,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kPingPong) named_barrier_arrive(their_turn, 256);
   wgmma_wait<0>();
   pin_registers(s_acc);
-  if (lane == 0) release<kPair>(&bar.k_empty[0], rank);
+  if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
   online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0,
                                  f1);
   scores_to_operand<kBlockN>(s_acc, p);
@@ -344,13 +305,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (kPingPong) named_barrier_arrive(their_turn, 256);
     wgmma_wait<1>();  // the scores of tile j are in
     pin_registers(s_acc);
-    if (lane == 0) release<kPair>(&bar.k_empty[s], rank);
+    if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
     online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, j == tiles - 1 && ends_at_last ? last_cols : kBlockN, lane,
                                    f0, f1);
     wgmma_wait<0>();  // P(j-1) V(j-1) is in
     pin_registers(o_acc);
     pin_registers(p);
-    if (lane == 0) release<kPair>(&bar.v_empty[prev], rank);
+    if (lane == 0) mbarrier_arrive(&bar.v_empty[prev]);
     rescale_output(o_acc, f0, f1);
     scores_to_operand<kBlockN>(s_acc, p);
   }
@@ -374,7 +335,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   const int local = wg * 64 + warp * 16 + (lane >> 2);  // this thread's rows: local, local + 8
   if (prm.kv_splits > 1) {
-    float* part = prm.partial + static_cast<int64_t>(slot) * kPartialFloats;
+    float* part = prm.partial + static_cast<int64_t>(blockIdx.x) * kPartialFloats;
     float* p0 = part + local * kHeadDim + 2 * (lane & 3);
     float* p1 = p0 + 8 * kHeadDim;
 #pragma unroll
@@ -387,7 +348,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       *reinterpret_cast<float2*>(stats + 2 * local) = make_float2(st.max0, sum0);
       *reinterpret_cast<float2*>(stats + 2 * (local + 8)) = make_float2(st.max1, sum1);
     }
-    if constexpr (kPair) cluster_sync();
     return;
   }
   const float inv0 = 1.f / sum0, inv1 = 1.f / sum1;
@@ -401,7 +361,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (r + 8 < s_q)
       *reinterpret_cast<uint32_t*>(o1 + 8 * i) = pack_bf16(o_acc[4 * i + 2] * inv1, o_acc[4 * i + 3] * inv1);
   }
-  if constexpr (kPair) cluster_sync();
 #else
   __trap();  // built without sm_90a code: the host side never launches this
 #endif
@@ -428,30 +387,18 @@ __global__ void combine_splits(KernelParams prm) {
   prm.out[static_cast<int64_t>(r) * prm.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(num / den);
 }
 
-template <int kBlockN, bool kPingPong, bool kLazy, bool kPair>
+template <int kBlockN, bool kPingPong, bool kLazy>
 cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
   constexpr uint32_t kSharedBytes = Layout<kBlockN>::kSharedBytes;
-  constexpr auto kernel = flash_attention_kernel<kBlockN, kPingPong, kLazy, kPair>;
-  if (cudaError_t e = opt_in_shared_memory<kernel>(static_cast<int>(kSharedBytes)); e != cudaSuccess) return e;
-  KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
-                   flash_attention_query_tiles(l.s_q, kPair), l.unit_begin, l.kv_splits,
-                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(l.units) * l.kv_splits);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kSharedBytes;
-  config.stream = stream;
-  cudaLaunchAttribute pair{};
-  pair.id = cudaLaunchAttributeClusterDimension;
-  pair.val.clusterDim.x = 2;
-  pair.val.clusterDim.y = 1;
-  pair.val.clusterDim.z = 1;
-  if (kPair) {
-    config.attrs = &pair;
-    config.numAttrs = 1;
-  }
-  if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, l.q, l.k, l.v, prm); e != cudaSuccess || l.kv_splits == 1)
+  if (cudaError_t e = opt_in_shared_memory<flash_attention_kernel<kBlockN, kPingPong, kLazy>>(static_cast<int>(kSharedBytes));
+      e != cudaSuccess)
     return e;
+  KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
+                   (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.kv_splits,
+                   static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};
+  flash_attention_kernel<kBlockN, kPingPong, kLazy><<<static_cast<unsigned>(l.units) * l.kv_splits, kThreads, kSharedBytes,
+                                               stream>>>(l.q, l.k, l.v, prm);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || l.kv_splits == 1) return e;
   combine_splits<<<dim3(l.units, kBlockM), kHeadDim, 0, stream>>>(prm);
   return cudaGetLastError();
 }
@@ -464,21 +411,17 @@ cudaError_t launch_flash_attention(const FlashAttentionLaunch& l, cudaStream_t s
   if (l.units <= 0 || l.kv_splits < 1 || (l.kv_splits > 1 && l.partial == nullptr)) return cudaErrorInvalidValue;
   if (l.kv_block != 176 && l.kv_block != 128) return cudaErrorInvalidValue;
   // Every (tile, schedule, rescale) variant is its own instantiation, so the default's code is
-  // what was measured whatever the switches add. Pairs exist for the default tile and schedule.
-  if (l.kv_pairs) {
-    if (l.kv_block != 176 || !l.pingpong || l.units % 2 != 0 || l.unit_begin % 2 != 0) return cudaErrorInvalidValue;
-    return l.lazy_rescale ? launch<176, true, true, true>(l, stream) : launch<176, true, false, true>(l, stream);
-  }
+  // what was measured whatever the switches add.
   const int variant = (l.kv_block == 176 ? 4 : 0) + (l.pingpong ? 2 : 0) + (l.lazy_rescale ? 1 : 0);
   switch (variant) {
-    case 0: return launch<128, false, false, false>(l, stream);
-    case 1: return launch<128, false, true, false>(l, stream);
-    case 2: return launch<128, true, false, false>(l, stream);
-    case 3: return launch<128, true, true, false>(l, stream);
-    case 4: return launch<176, false, false, false>(l, stream);
-    case 5: return launch<176, false, true, false>(l, stream);
-    case 6: return launch<176, true, false, false>(l, stream);
-    default: return launch<176, true, true, false>(l, stream);
+    case 0: return launch<128, false, false>(l, stream);
+    case 1: return launch<128, false, true>(l, stream);
+    case 2: return launch<128, true, false>(l, stream);
+    case 3: return launch<128, true, true>(l, stream);
+    case 4: return launch<176, false, false>(l, stream);
+    case 5: return launch<176, false, true>(l, stream);
+    case 6: return launch<176, true, false>(l, stream);
+    default: return launch<176, true, true>(l, stream);
   }
 }
 

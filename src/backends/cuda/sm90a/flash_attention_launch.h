@@ -18,10 +18,6 @@ struct FlashAttentionLaunch {
   // A row's running max moves only when a tile's max exceeds it by more than 2^8 (in exp2 terms),
   // which skips most rescales of the output (flash_attention.cu); false: the exact running max.
   bool lazy_rescale = false;
-  // Clusters of 2 CTAs on adjacent query tiles of one head, each loading half of every K and V
-  // tile for both (TMA multicast; kv_block 176 with ping-pong only). Units are then numbered with
-  // flash_attention_query_tiles(s_q, true) per head, and unit_begin and units must be even.
-  bool kv_pairs = false;
   // Work units (128 query rows of one head, numbered head-major) this launch covers.
   int unit_begin = 0, units = 0;
   // > 1: each unit's key tiles in that many slices, one CTA each, their partial results (in
@@ -29,13 +25,6 @@ struct FlashAttentionLaunch {
   int kv_splits = 1;
   float* partial = nullptr;
 };
-
-// Query tiles of 128 rows per head in the unit numbering: with pairs, rounded up to even so that
-// both CTAs of a cluster work on one head (the extra tile computes and stores nothing).
-inline int flash_attention_query_tiles(int s_q, bool pairs) {
-  const int tiles = (s_q + 127) / 128;
-  return pairs ? (tiles + 1) / 2 * 2 : tiles;
-}
 
 // Device bytes of one slice's partial result.
 int flash_attention_partial_bytes();

@@ -59,34 +59,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, u
       : "memory");
 }
 
-// The same box delivered to the same shared-memory offset of every CTA of the cluster in
-// `cta_mask`, each CTA's `bar` (same offset) counting its bytes: one L2 read feeds several CTAs.
-__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
-                                                      int c2, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(smem_address(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar)), "h"(cta_mask)
-      : "memory");
-}
-
-// --- clusters ----------------------------------------------------------------------------------
-
-// One arrival on the barrier at the same offset in CTA `cta` of the cluster (released at cluster
-// scope: this thread's shared-memory reads are done before the peer may overwrite them).
-__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_address(bar)),
-      "r"(cta)
-      : "memory");
-}
-// Every thread of every CTA of the cluster: nothing after it runs before all have reached it.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-}
-
 // --- named barriers and registers --------------------------------------------------------------
 
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
