@@ -275,5 +275,43 @@ TEST(H3SpQkvScheme, GathersRowsOnlyWhereThatMovesFewerBytes) {
   EXPECT_EQ(h3::fewer_bytes_sp_qkv(c, 1, 8), h3::SpQkvScheme::kHeadChunks);
 }
 
+// SP rows by weight: contiguous shares that cover every row once, in proportion, the same as the
+// even split when no weights are given; OROCHI_SP_WEIGHTS' parser refuses what it cannot use.
+TEST(H3SpRowShares, FollowTheWeightsAndCoverEveryRow) {
+  h3::ParallelRank rank{0, 1, 0, 2};
+  for (int64_t rows : {1, 7, 37966}) {
+    const std::vector<dist::Range> even = h3::sp_row_shares(rows, rank);
+    ASSERT_EQ(even.size(), 2u);
+    EXPECT_EQ(even[0].size(), dist::even_share(rows, 2, 0).size());
+    EXPECT_EQ(even[1].end, rows);
+  }
+  rank.sp_weights = {1.02, 0.98};
+  std::vector<dist::Range> weighted = h3::sp_row_shares(37966, rank);
+  EXPECT_EQ(weighted[0].begin, 0);
+  EXPECT_EQ(weighted[0].end, 19363);  // 37966 * 1.02 / 2 = 19362.66
+  EXPECT_EQ(weighted[1].begin, weighted[0].end);
+  EXPECT_EQ(weighted[1].end, 37966);
+  rank.sp_size = 4;
+  rank.sp_weights = {1, 2, 1, 1};
+  weighted = h3::sp_row_shares(10, rank);
+  EXPECT_EQ(weighted[0].end, 2);
+  EXPECT_EQ(weighted[1].end, 6);
+  EXPECT_EQ(weighted[2].end, 8);
+  EXPECT_EQ(weighted[3].end, 10);
+
+  Expected<std::vector<double>> none = h3::parse_sp_weights(nullptr, 2, "OROCHI_SP_WEIGHTS");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+  Expected<std::vector<double>> two = h3::parse_sp_weights("1,0.98", 2, "OROCHI_SP_WEIGHTS");
+  ASSERT_TRUE(two.has_value()) << two.status().to_string();
+  EXPECT_EQ(*two, (std::vector<double>{1, 0.98}));
+  for (const char* bad : {"1", "1,0.98,1", "1,", ",1", "1,abc", "1,0", "1,-1", "1,inf", "1,0.2"}) {
+    Expected<std::vector<double>> w = h3::parse_sp_weights(bad, 2, "OROCHI_SP_WEIGHTS");
+    ASSERT_FALSE(w.has_value()) << bad;
+    EXPECT_EQ(w.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(w.status().message().find("OROCHI_SP_WEIGHTS='"), std::string::npos) << w.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace orochi

@@ -177,9 +177,13 @@ int run_bench(const std::vector<std::string>& argv) {
   auto created = h3::gpu::H3MultiGpu::create(config, devices, parallel, size, weight_streaming);
   if (!created) return fail(created.status());
   h3::gpu::H3MultiGpu& gpus_run = **created;
-  if (*gpus > 1)
-    std::fprintf(stderr, "[orochi] layout: tp %d x sp %d over GPUs %lld..%lld (%s)\n", parallel.tp, parallel.sp,
-                 static_cast<long long>(*device), static_cast<long long>(*device + *gpus - 1), degrees->why.c_str());
+  if (*gpus > 1) {
+    std::string weights;  // OROCHI_SP_WEIGHTS, when the rows do not split evenly
+    for (double w : gpus_run.layout().sp_weights) weights += (weights.empty() ? "; SP rows weighted " : ",") + std::to_string(w);
+    std::fprintf(stderr, "[orochi] layout: tp %d x sp %d over GPUs %lld..%lld (%s%s)\n", parallel.tp, parallel.sp,
+                 static_cast<long long>(*device), static_cast<long long>(*device + *gpus - 1), degrees->why.c_str(),
+                 weights.c_str());
+  }
   h3::gpu::H3GpuRunner& runner0 = gpus_run.runner(0);
   auto run_forward = [&]() -> Status { return gpus_run.forward(); };
   if (Status s = gpus_run.init_random_weights(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -77,6 +78,18 @@ inline Range even_share(int64_t n, int parts, int index) {
   const int64_t base = n / parts, extra = n % parts;
   const int64_t begin = index * base + (index < extra ? index : extra);
   return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+// `index`'s share when `n` items are split in proportion to `weights` (one positive weight per
+// part): contiguous and in order, each boundary n * (weights before it) / (all weights), rounded.
+inline Range weighted_share(int64_t n, const std::vector<double>& weights, int index) {
+  double total = 0, before = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    total += weights[i];
+    if (static_cast<int>(i) < index) before += weights[i];
+  }
+  const auto boundary = [&](double w) { return static_cast<int64_t>(std::llround(static_cast<double>(n) * w / total)); };
+  return {boundary(before), boundary(before + weights[static_cast<size_t>(index)])};
 }
 
 }  // namespace orochi::dist

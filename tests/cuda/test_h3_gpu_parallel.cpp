@@ -96,6 +96,43 @@ TEST(H3GpuParallelSchemes, SpHeadsAndSplitAttentionMatchOneGpu) {
   }
 }
 
+// Rows split by weight instead of evenly (a slower GPU takes fewer): given in the layout with the
+// default q/k/v scheme, and through OROCHI_SP_WEIGHTS with the heads scheme and split attention.
+TEST(H3GpuParallelSchemes, SpWeightedRowsMatchOneGpu) {
+  if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
+  const h3::H3Config c = narrow_config();
+  const Request r = narrow_request(c);
+  const h3::H3Outputs want = one_gpu(c, r, 5);
+  for (bool from_env : {false, true}) {
+    MultiGpuLayout layout{.tp = 1, .sp = 2};
+    if (from_env) {
+      setenv("OROCHI_SP_WEIGHTS", "0.8,1.2", 1);
+      setenv("OROCHI_SP_QKV", "heads", 1);
+      setenv("OROCHI_SP_ATTENTION", "split", 1);
+    } else {
+      layout.sp_weights = {1.3, 0.7};
+    }
+    auto mg = H3MultiGpu::create(c, {0, 1}, layout, r.size);
+    unsetenv("OROCHI_SP_WEIGHTS");
+    unsetenv("OROCHI_SP_QKV");
+    unsetenv("OROCHI_SP_ATTENTION");
+    ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
+    ASSERT_EQ((*mg)->layout().sp_weights.size(), 2u);
+    ASSERT_TRUE((*mg)->init_random_weights(5).is_ok());
+    ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
+    Status s = (*mg)->forward();
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    Expected<h3::H3Outputs> got = (*mg)->outputs();
+    ASSERT_TRUE(got.has_value()) << got.status().to_string();
+    expect_close(*got, want, from_env ? "SP2 rows 0.8:1.2 (env), qkv=heads attention=split" : "SP2 rows 1.3:0.7");
+  }
+  setenv("OROCHI_SP_WEIGHTS", "1,x", 1);
+  auto bad = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size);
+  unsetenv("OROCHI_SP_WEIGHTS");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("OROCHI_SP_WEIGHTS"), std::string::npos) << bad.status().to_string();
+}
+
 TEST(H3GpuParallelGolden, TinyTp2AndSp2WithinTheBf16Band) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::h3_tiny_dir() + "/golden.safetensors");
@@ -105,7 +142,7 @@ TEST(H3GpuParallelGolden, TinyTp2AndSp2WithinTheBf16Band) {
   const h3::H3Inputs in = testing::golden_inputs(*golden);
   const Tensor timesteps = testing::golden_tensor(*golden, "in.timestep");
   const RequestSize size{in.rows(), in.text.dim(0), in.video.dim(0), in.audio.dim(0), timesteps.numel()};
-  for (const MultiGpuLayout layout : {MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}}) {
+  for (const MultiGpuLayout& layout : {MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}}) {
     auto mg = H3MultiGpu::create(w->config, {0, 1}, layout, size);
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
     ASSERT_TRUE((*mg)->upload_weights(*w).is_ok());

@@ -1,5 +1,8 @@
 #include "models/h3/tensor_parallel.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace orochi::h3 {
@@ -13,6 +16,41 @@ std::string divisors_of(int64_t n) {
 }
 
 }  // namespace
+
+std::vector<dist::Range> sp_row_shares(int64_t rows, const ParallelRank& rank) {
+  std::vector<dist::Range> shares;
+  for (int j = 0; j < rank.sp_size; ++j)
+    shares.push_back(rank.sp_weights.empty() ? dist::even_share(rows, rank.sp_size, j)
+                                             : dist::weighted_share(rows, rank.sp_weights, j));
+  return shares;
+}
+
+Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, const std::string& source) {
+  std::vector<double> weights;
+  if (text == nullptr || *text == '\0') return weights;
+  const std::string value(text);
+  const auto bad = [&](const std::string& why) {
+    return invalid_argument(source + "='" + value + "': " + why + "; give one weight per sequence-parallel rank (" +
+                            std::to_string(sp_size) + "), e.g. 1,0.98, or leave it unset for an even split");
+  };
+  size_t at = 0;
+  while (at <= value.size()) {
+    const size_t comma = std::min(value.find(',', at), value.size());
+    const std::string item = value.substr(at, comma - at);
+    char* end = nullptr;
+    const double w = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(w) || w <= 0)
+      return bad("'" + item + "' is not a positive number");
+    weights.push_back(w);
+    at = comma + 1;
+  }
+  if (static_cast<int>(weights.size()) != sp_size) return bad(std::to_string(weights.size()) + " weights");
+  double mean = 0;
+  for (double w : weights) mean += w / sp_size;
+  for (double w : weights)
+    if (w < 0.5 * mean || w > 2 * mean) return bad("a weight outside [0.5, 2] times their mean");
+  return weights;
+}
 
 SpQkvScheme fewer_bytes_sp_qkv(const H3Config& c, int tp_size, int sp_size) {
   return static_cast<int64_t>(tp_size) * sp_size * c.hidden_size < 3 * c.inner_dim() ? SpQkvScheme::kGatherRows

@@ -4,11 +4,13 @@
 //   TP: to_q/to_k/to_v keep whole heads (rows of [inner, H]); ff.net.0.proj keeps the same FFN
 //       range of both SwiGLU halves ([value | gate] rows); to_out and ff.net.2 keep the matching
 //       input columns and their outputs are summed over the TP group. Everything else is replicated.
-//   SP (Ulysses): packed rows are split evenly (uneven allowed); around attention an all_to_all
-//       trades [own rows, all local heads] for [all rows, local heads / sp].
+//   SP (Ulysses): packed rows are split evenly (uneven allowed; on GPUs optionally in proportion
+//       to given weights); around attention an all_to_all trades [own rows, all local heads] for
+//       [all rows, local heads / sp].
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
@@ -19,8 +21,19 @@ namespace orochi::h3 {
 
 struct ParallelRank {
   int tp_rank = 0, tp_size = 1, sp_rank = 0, sp_size = 1;
+  // Relative speeds of the SP ranks, whose row shares follow them (GPUs of one model can run at
+  // different clocks under the same power cap); empty: an even split.
+  std::vector<double> sp_weights = {};
   int world_size() const { return tp_size * sp_size; }
 };
+
+// Every SP rank's packed rows of `rows`: dist::even_share, or dist::weighted_share by sp_weights.
+std::vector<dist::Range> sp_row_shares(int64_t rows, const ParallelRank& rank);
+
+// OROCHI_SP_WEIGHTS' value ("1,0.98": one weight per SP rank, each in [0.5, 2] of their mean) as
+// ParallelRank::sp_weights; null or empty text gives none (an even split). `source` names where it
+// came from in the error.
+Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, const std::string& source);
 
 // Heads must split over TP and, per TP rank, again over SP; says which sizes would work.
 Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size);

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "backends/cuda/cuda_check.h"
@@ -13,7 +14,7 @@ namespace orochi::h3::gpu {
 namespace {
 
 ParallelRank rank_of(int world_rank, const MultiGpuLayout& l) {
-  return {world_rank % l.tp, l.tp, world_rank / l.tp, l.sp};
+  return {world_rank % l.tp, l.tp, world_rank / l.tp, l.sp, l.sp_weights};
 }
 
 }  // namespace
@@ -33,9 +34,16 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
     return invalid_argument("each GPU can take one rank; a device is listed twice");
   std::unique_ptr<H3MultiGpu> mg(new H3MultiGpu());
   mg->layout_ = layout;
+  if (mg->layout_.sp_weights.empty()) {
+    OROCHI_ASSIGN_OR_RETURN(mg->layout_.sp_weights,
+                            parse_sp_weights(std::getenv("OROCHI_SP_WEIGHTS"), layout.sp, "OROCHI_SP_WEIGHTS"));
+  }
+  if (!mg->layout_.sp_weights.empty() && static_cast<int>(mg->layout_.sp_weights.size()) != layout.sp)
+    return invalid_argument("sp_weights needs one weight per sequence-parallel rank (" + std::to_string(layout.sp) + ")");
   mg->devices_ = devices;
   for (int w = 0; w < world; ++w) {
-    OROCHI_ASSIGN_OR_RETURN(auto runner, H3GpuRunner::create(config, devices[w], max, rank_of(w, layout), streaming));
+    OROCHI_ASSIGN_OR_RETURN(auto runner,
+                            H3GpuRunner::create(config, devices[w], max, rank_of(w, mg->layout_), streaming));
     mg->runners_.push_back(std::move(runner));
   }
   // Groups: TP among the ranks of one SP index, SP among the ranks of one TP index.

@@ -28,6 +28,8 @@ struct MultiGpuLayout {
   // Ulysses exchanges by the GPUs' copy engines (dist/cuda/peer_copy_comm.h) when every SP pair has
   // peer access, so they overlap attention and GEMMs; NCCL otherwise (and always for TP's sums).
   bool sp_copy_engines = true;
+  // Relative speeds of the SP ranks (ParallelRank::sp_weights); empty: OROCHI_SP_WEIGHTS, else even.
+  std::vector<double> sp_weights = {};
 };
 
 class H3MultiGpu {

@@ -18,11 +18,10 @@ void pick_rows(const Tensor& indices, const dist::Range& rows, std::vector<int64
 
 }  // namespace
 
-RankRows rank_rows(const H3Inputs& in, int sp_rank, int sp_size) {
+RankRows rank_rows(const H3Inputs& in, const ParallelRank& rank) {
   RankRows r;
-  const int64_t S = in.rows();
-  for (int j = 0; j < sp_size; ++j) r.shares.push_back(dist::even_share(S, sp_size, j));
-  r.rows = r.shares[sp_rank];
+  r.shares = sp_row_shares(in.rows(), rank);
+  r.rows = r.shares[rank.sp_rank];
   pick_rows(in.video_indices, r.rows, r.video_pos, r.video_dst);
   pick_rows(in.audio_indices, r.rows, r.audio_pos, r.audio_dst);
   pick_rows(in.text_indices, r.rows, r.text_pos, r.text_dst);
@@ -32,7 +31,7 @@ RankRows rank_rows(const H3Inputs& in, int sp_rank, int sp_size) {
 RankDims rank_dims(const H3Config& c, const RequestSize& s, const ParallelRank& rank) {
   const TpShare share = tp_share(c, rank.tp_rank, rank.tp_size);
   RankDims d;
-  d.R = (s.rows + rank.sp_size - 1) / rank.sp_size;
+  for (const dist::Range& share : sp_row_shares(s.rows, rank)) d.R = std::max(d.R, share.size());
   d.heads = share.heads.size();
   d.attn_heads = d.heads / rank.sp_size;
   d.head_dim = c.attention_head_dim;

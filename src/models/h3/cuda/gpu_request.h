@@ -25,11 +25,11 @@ struct RankRows {
   std::vector<int64_t> video_pos, audio_pos, text_pos;  // rows of the modality's inputs
   std::vector<int64_t> video_dst, audio_dst, text_dst;  // where they land: local row (packed - begin)
 };
-RankRows rank_rows(const H3Inputs& in, int sp_rank, int sp_size);
+RankRows rank_rows(const H3Inputs& in, const ParallelRank& rank);
 
 // The widths one rank works with.
 struct RankDims {
-  int64_t R = 0;           // most rows it owns (ceil(S / sp))
+  int64_t R = 0;           // most rows an SP rank owns (ceil(S / sp) split evenly)
   int64_t heads = 0;       // heads of its TP share
   int64_t attn_heads = 0;  // heads it attends over after the all_to_all (heads / sp)
   int64_t head_dim = 0;

@@ -216,7 +216,7 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
     OROCHI_ASSIGN_OR_RETURN(*b.target, request_arena_->tensor(b.shape, b.dtype));
   }
   // The buffers are sized for the largest share; view them at this rank's actual counts.
-  B.layout = rank_rows(in, rank_.sp_rank, rank_.sp_size);
+  B.layout = rank_rows(in, rank_);
   const RankRows& my = B.layout;
   const auto nv = static_cast<int64_t>(my.video_pos.size()), na = static_cast<int64_t>(my.audio_pos.size());
   const auto lt = static_cast<int64_t>(my.text_pos.size()), R = my.rows.size();
