@@ -7,12 +7,10 @@
 #   768p) go to DUMP_DIR (default /tmp/h3_compare), not $OUT: they would not come back anyway.
 # Results: one JSON line per resolution in $OUT/compare_h3.jsonl; exit 1 if any FAIL.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
+source "$(dirname "$0")/device_env.sh"
 DUMP_DIR="${DUMP_DIR:-/tmp/h3_compare}"
 layers="${LAYERS:-50}"
-mkdir -p "$OUT" "$DUMP_DIR"
+mkdir -p "$DUMP_DIR"
 # The diffusers wheel (and its missing needs) carried in .whl/, as run_h3_gpu.sh installs them.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=/tmp/site || exit 1

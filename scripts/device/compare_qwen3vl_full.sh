@@ -9,12 +9,10 @@
 # Results: our bench line in $OUT/compare_bench_text.jsonl, the comparison (both times side by side) in
 #   $OUT/compare_qwen3vl.jsonl; exit 1 on FAIL.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
+source "$(dirname "$0")/device_env.sh"
 DUMP_DIR="${DUMP_DIR:-/tmp/qwen_cmp}"
 layers="${LAYERS:-50}" tokens="${TOKENS:-256}" seed="${SEED:-7}"
-mkdir -p "$OUT" "$DUMP_DIR"
+mkdir -p "$DUMP_DIR"
 # A carried .pack wins over a gpu-dist/ left on the device by an earlier call (it may be stale).
 if [ -f .pack/gpu-dist.tar.xz ]; then rm -rf gpu-dist && tar xJf .pack/gpu-dist.tar.xz || exit 1; fi
 [ -x gpu-dist/orochi ] || { echo "no gpu-dist/orochi: carry .pack or gpu-dist"; exit 1; }

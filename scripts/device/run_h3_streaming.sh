@@ -5,11 +5,7 @@
 # Usage (device run on nvidia-h200-x2, after unpacking gpu-dist): bash scripts/device/run_h3_streaming.sh [768p] [24]
 # Env: RUNS (default "resident host peer"), SKIP_TESTS=1, ITERS, WARMUP.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 OROCHI_TEST_DATA_DIR="$root/tests/data"
+source "$(dirname "$0")/device_env.sh"
 res="${1:-768p}" cap="${2:-24}"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 300 gpu-dist/test_h3_gpu_streaming --gtest_brief=1 > "$OUT/test_h3_gpu_streaming.log" 2>&1

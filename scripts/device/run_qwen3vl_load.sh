@@ -9,10 +9,7 @@
 # Usage (carry .pack, or gpu-dist): bash scripts/device/run_qwen3vl_load.sh
 #   LAYERS (default 50), TOKENS (256), STREAM (30), CKPT (/tmp/qwen3vl_text), KEEP=1 keeps the files.
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
+source "$(dirname "$0")/device_env.sh"
 if [ -f .pack/gpu-dist.tar.xz ] && [ ! -x gpu-dist/orochi ]; then tar xJf .pack/gpu-dist.tar.xz || exit 1; fi
 layers="${LAYERS:-50}" tokens="${TOKENS:-256}" stream="${STREAM:-30}" ckpt="${CKPT:-/tmp/qwen3vl_text}"
 jsonl="$OUT/qwen3vl_load.jsonl"

@@ -6,10 +6,7 @@
 # Usage (device run, carry gpu-dist .whl .peer): bash scripts/device/run_t2va_gpu.sh [480p] [768p]
 # Env: STEPS (default 8), SKIP_PEER=1, GENERATE_ARGS (more generate options, e.g. "--gpus 2").
 set -uo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-cd "$root"
-OUT="${OUT:-/tmp/out}"
-mkdir -p "$OUT"
+source "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 # Wheels carried in .whl/: diffusers for the peer, PyAV for the MP4 (the device has no FFmpeg: orochi's
 # MP4 fallback then runs scripts/device/ffmpeg_pyav.py as its ffmpeg program).
