@@ -45,6 +45,18 @@ void expect_close(const h3::H3Outputs& got, const h3::H3Outputs& want, const cha
   EXPECT_TRUE(ca.same_nonfinite && ca.rel_l2 <= 1e-2) << what << ": " << ca.summary();
 }
 
+// One forward of `mg` on random weights `seed`, against the one-GPU outputs.
+void expect_forward_matches(H3MultiGpu& mg, const Request& r, uint64_t seed, const h3::H3Outputs& want,
+                            const std::string& what) {
+  ASSERT_TRUE(mg.init_random_weights(seed).is_ok());
+  ASSERT_TRUE(mg.set_request(r.timesteps, r.in).is_ok());
+  Status s = mg.forward();
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  Expected<h3::H3Outputs> got = mg.outputs();
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  expect_close(*got, want, what.c_str());
+}
+
 class H3GpuParallel : public ::testing::TestWithParam<MultiGpuLayout> {};
 
 TEST_P(H3GpuParallel, MatchesOneGpu) {
@@ -85,14 +97,7 @@ TEST(H3GpuParallelSchemes, SpHeadsAndSplitAttentionMatchOneGpu) {
     unsetenv("OROCHI_SP_QKV");
     unsetenv("OROCHI_SP_ATTENTION");
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
-    ASSERT_TRUE((*mg)->init_random_weights(5).is_ok());
-    ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
-    Status s = (*mg)->forward();
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
-    Expected<h3::H3Outputs> got = (*mg)->outputs();
-    ASSERT_TRUE(got.has_value()) << got.status().to_string();
-    const std::string what = std::string("SP2 qkv=") + qkv + " attention=" + attention;
-    expect_close(*got, want, what.c_str());
+    expect_forward_matches(**mg, r, 5, want, std::string("SP2 qkv=") + qkv + " attention=" + attention);
   }
 }
 
@@ -118,13 +123,7 @@ TEST(H3GpuParallelSchemes, SpWeightedRowsMatchOneGpu) {
     unsetenv("OROCHI_SP_ATTENTION");
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
     ASSERT_EQ((*mg)->layout().sp_weights.size(), 2u);
-    ASSERT_TRUE((*mg)->init_random_weights(5).is_ok());
-    ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
-    Status s = (*mg)->forward();
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
-    Expected<h3::H3Outputs> got = (*mg)->outputs();
-    ASSERT_TRUE(got.has_value()) << got.status().to_string();
-    expect_close(*got, want, from_env ? "SP2 rows 0.8:1.2 (env), qkv=heads attention=split" : "SP2 rows 1.3:0.7");
+    expect_forward_matches(**mg, r, 5, want, from_env ? "SP2 rows 0.8:1.2 (env), qkv=heads attention=split" : "SP2 rows 1.3:0.7");
   }
   setenv("OROCHI_SP_WEIGHTS", "1,x", 1);
   auto bad = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size);
