@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include "dist/cpu_comm.h"
@@ -298,6 +299,11 @@ TEST(H3SpRowShares, FollowTheWeightsAndCoverEveryRow) {
   EXPECT_EQ(weighted[1].end, 6);
   EXPECT_EQ(weighted[2].end, 8);
   EXPECT_EQ(weighted[3].end, 10);
+
+  EXPECT_EQ(h3::sp_weights_problem({1, 0.98}, 2), "");
+  for (const std::vector<double>& bad : std::vector<std::vector<double>>{{1}, {1, 1, 1}, {1, 0}, {1, -1}, {1, 0.2}})
+    EXPECT_NE(h3::sp_weights_problem(bad, 2), "") << bad.size() << " weights, the last " << bad.back();
+  EXPECT_NE(h3::sp_weights_problem({1, std::nan("")}, 2), "");
 
   Expected<std::vector<double>> none = h3::parse_sp_weights(nullptr, 2, "OROCHI_SP_WEIGHTS");
   ASSERT_TRUE(none.has_value());

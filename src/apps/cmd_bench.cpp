@@ -179,7 +179,11 @@ int run_bench(const std::vector<std::string>& argv) {
   h3::gpu::H3MultiGpu& gpus_run = **created;
   if (*gpus > 1) {
     std::string weights;  // OROCHI_SP_WEIGHTS, when the rows do not split evenly
-    for (double w : gpus_run.layout().sp_weights) weights += (weights.empty() ? "; SP rows weighted " : ",") + std::to_string(w);
+    for (double w : gpus_run.layout().sp_weights) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", w);
+      weights += (weights.empty() ? "; SP rows weighted " : ",") + std::string(text);
+    }
     std::fprintf(stderr, "[orochi] layout: tp %d x sp %d over GPUs %lld..%lld (%s%s)\n", parallel.tp, parallel.sp,
                  static_cast<long long>(*device), static_cast<long long>(*device + *gpus - 1), degrees->why.c_str(),
                  weights.c_str());

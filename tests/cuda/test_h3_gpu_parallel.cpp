@@ -130,6 +130,11 @@ TEST(H3GpuParallelSchemes, SpWeightedRowsMatchOneGpu) {
   unsetenv("OROCHI_SP_WEIGHTS");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("OROCHI_SP_WEIGHTS"), std::string::npos) << bad.status().to_string();
+  MultiGpuLayout zero{.tp = 1, .sp = 2};
+  zero.sp_weights = {1, 0};  // given in the layout: the same check
+  auto refused = H3MultiGpu::create(c, {0, 1}, zero, r.size);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument) << refused.status().to_string();
 }
 
 TEST(H3GpuParallelGolden, TinyTp2AndSp2WithinTheBf16Band) {

@@ -25,6 +25,18 @@ std::vector<dist::Range> sp_row_shares(int64_t rows, const ParallelRank& rank) {
   return shares;
 }
 
+std::string sp_weights_problem(const std::vector<double>& weights, int sp_size) {
+  if (static_cast<int>(weights.size()) != sp_size) return std::to_string(weights.size()) + " weights";
+  double mean = 0;
+  for (double w : weights) {
+    if (!std::isfinite(w) || w <= 0) return "a weight that is not a positive number";
+    mean += w / sp_size;
+  }
+  for (double w : weights)
+    if (w < 0.5 * mean || w > 2 * mean) return "a weight outside [0.5, 2] times their mean";
+  return "";
+}
+
 Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, const std::string& source) {
   std::vector<double> weights;
   if (text == nullptr || *text == '\0') return weights;
@@ -44,11 +56,7 @@ Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, co
     weights.push_back(w);
     at = comma + 1;
   }
-  if (static_cast<int>(weights.size()) != sp_size) return bad(std::to_string(weights.size()) + " weights");
-  double mean = 0;
-  for (double w : weights) mean += w / sp_size;
-  for (double w : weights)
-    if (w < 0.5 * mean || w > 2 * mean) return bad("a weight outside [0.5, 2] times their mean");
+  if (const std::string why = sp_weights_problem(weights, sp_size); !why.empty()) return bad(why);
   return weights;
 }
 

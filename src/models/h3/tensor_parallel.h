@@ -30,9 +30,12 @@ struct ParallelRank {
 // Every SP rank's packed rows of `rows`: dist::even_share, or dist::weighted_share by sp_weights.
 std::vector<dist::Range> sp_row_shares(int64_t rows, const ParallelRank& rank);
 
-// OROCHI_SP_WEIGHTS' value ("1,0.98": one weight per SP rank, each in [0.5, 2] of their mean) as
-// ParallelRank::sp_weights; null or empty text gives none (an even split). `source` names where it
-// came from in the error.
+// What is wrong with SP row weights ("" when nothing): they need one positive, finite weight per
+// SP rank, each in [0.5, 2] of their mean.
+std::string sp_weights_problem(const std::vector<double>& weights, int sp_size);
+
+// OROCHI_SP_WEIGHTS' value ("1,0.98") as ParallelRank::sp_weights, checked by sp_weights_problem;
+// null or empty text gives none (an even split). `source` names where it came from in the error.
 Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, const std::string& source);
 
 // Heads must split over TP and, per TP rank, again over SP; says which sizes would work.

@@ -38,8 +38,11 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
     OROCHI_ASSIGN_OR_RETURN(mg->layout_.sp_weights,
                             parse_sp_weights(std::getenv("OROCHI_SP_WEIGHTS"), layout.sp, "OROCHI_SP_WEIGHTS"));
   }
-  if (!mg->layout_.sp_weights.empty() && static_cast<int>(mg->layout_.sp_weights.size()) != layout.sp)
-    return invalid_argument("sp_weights needs one weight per sequence-parallel rank (" + std::to_string(layout.sp) + ")");
+  if (!mg->layout_.sp_weights.empty()) {
+    if (const std::string why = sp_weights_problem(mg->layout_.sp_weights, layout.sp); !why.empty())
+      return invalid_argument("the layout's SP row weights: " + why + "; give one per sequence-parallel rank (" +
+                              std::to_string(layout.sp) + "), or none for an even split");
+  }
   mg->devices_ = devices;
   for (int w = 0; w < world; ++w) {
     OROCHI_ASSIGN_OR_RETURN(auto runner,
