@@ -14,7 +14,7 @@ struct FlashAttentionLaunch {
   void* o = nullptr;    // [s_q, heads, 128] bf16
   int s_q = 0, s_kv = 0, heads = 0;
   bool pingpong = true;  // the two consumer warpgroups take turns issuing their MMAs
-  int kv_block = 128;    // key/value rows per tile: 128 or 176
+  int kv_block = 128;    // key/value rows per tile: 128, 176 or 192
   // A row's running max moves only when a tile's max exceeds it by more than 2^8 (in exp2 terms),
   // which skips most rescales of the output (flash_attention.cu); false: the exact running max.
   bool lazy_rescale = false;
@@ -24,6 +24,10 @@ struct FlashAttentionLaunch {
   // `partial`: units * kv_splits * flash_attention_partial_bytes()) combined by a second kernel.
   int kv_splits = 1;
   float* partial = nullptr;
+  // > 0 (ping-pong, kv_splits == 1 only): that many CTAs (one per SM) take the units in turn from a
+  // per-GPU counter, loading the next unit's Q and first K/V tiles under the last one's final PV
+  // and stores. Two such launches must not run at the same time on one GPU.
+  int persistent_ctas = 0;
 };
 
 // Device bytes of one slice's partial result.
