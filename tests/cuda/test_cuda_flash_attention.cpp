@@ -79,8 +79,8 @@ TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
   const testing::Comparison schedules = testing::compare(p.output(), gpu);
   EXPECT_TRUE(schedules.same_nonfinite && schedules.max_abs == 0) << "ping-pong changed the result: "
                                                                   << schedules.summary();
-  // 128- and 192-row key tiles: other tile boundaries (masking, rescaling), the same attention.
-  for (int kv_block : {128, 192}) {
+  // 128- and 176-row key tiles: other tile boundaries (masking, rescaling), the same attention.
+  for (int kv_block : {128, 176}) {
     for (bool pingpong : {true, false}) {
       ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.pingpong = pingpong, .kv_block = kv_block}));
       ASSERT_CUDA(cudaDeviceSynchronize());
@@ -90,25 +90,6 @@ TEST_P(FlashAttentionVsCpu, MatchesCpuReferenceAndCudnn) {
                   w.summary().c_str());
       EXPECT_TRUE(w.same_nonfinite) << w.summary();
       EXPECT_LE(w.rel_l2, 1e-2) << w.summary();
-    }
-  }
-
-  // Persistent CTAs compute every unit as a CTA of its own would: the same bits, with the SMs
-  // (3 CTAs: many units each, the K/V ring and the turns running on across units) or every SM.
-  for (int kv_block : {176, 192}) {
-    for (int sms : {3, 0}) {
-      for (bool lazy : {true, false}) {
-        ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.kv_block = kv_block, .lazy_rescale = lazy}));
-        ASSERT_CUDA(cudaDeviceSynchronize());
-        const Tensor reference = p.output();
-        ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.kv_block = kv_block, .lazy_rescale = lazy, .persistent = true,
-                                                       .sm_count = sms}));
-        ASSERT_CUDA(cudaDeviceSynchronize());
-        const testing::Comparison same = testing::compare(p.output(), reference);  // run() poisons o first
-        EXPECT_TRUE(same.same_nonfinite && same.max_abs == 0)
-            << "persistent (kv_block " << kv_block << ", " << sms << " CTAs, " << (lazy ? "lazy" : "eager")
-            << ") differs: " << same.summary();
-      }
     }
   }
 
@@ -186,12 +167,6 @@ TEST(FlashAttention, SplitsASparseLastWave) {
     EXPECT_GT(vs_whole.max_abs, 0) << "the split path did not run";
     EXPECT_LE(vs_whole.rel_l2, 4e-3) << vs_whole.summary();  // lazy: each slice has its own stale max
     EXPECT_LE(vs_cpu.rel_l2, 1e-2) << vs_cpu.summary();
-    // Persistent CTAs for the full waves, the same split tail: the same bits.
-    ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.persistent = true, .workspace = workspace.ptr,
-                                                   .workspace_bytes = *bytes, .sm_count = sms}));
-    ASSERT_CUDA(cudaDeviceSynchronize());
-    const testing::Comparison persistent = testing::compare(p.output(), split);
-    EXPECT_TRUE(persistent.same_nonfinite && persistent.max_abs == 0) << persistent.summary();
     // Too small a workspace: no split, the same bits as unsplit.
     ASSERT_OK(p.run(nullptr, FlashAttentionOptions{.workspace = workspace.ptr, .workspace_bytes = 1024, .sm_count = sms}));
     ASSERT_CUDA(cudaDeviceSynchronize());
@@ -227,7 +202,6 @@ TEST(FlashAttention, LazyRescaleFollowsAMaxThatJumps) {
   }
 }
 
-// Persistent CTAs too: their counter is reset inside the graph, so every replay covers every unit.
 TEST(FlashAttention, DeterministicAndCapturableInACudaGraph) {
   REQUIRE_HOPPER();
   Problem p(AttentionShape{515, 515, 8, 128}, 11);
@@ -238,26 +212,20 @@ TEST(FlashAttention, DeterministicAndCapturableInACudaGraph) {
   ASSERT_CUDA(cudaStreamSynchronize(stream));
   const Tensor eager = p.output();
 
-  for (bool persistent : {false, true}) {
-    const FlashAttentionOptions options{.persistent = persistent, .sm_count = persistent ? 5 : 0};
-    ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const Status captured = p.run(stream, options);
-    cudaGraph_t graph = nullptr;
-    ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
-    ASSERT_TRUE(captured.is_ok()) << captured.to_string();
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    for (int replay = 0; replay < 2; ++replay) {
-      ASSERT_CUDA(cudaMemsetAsync(p.o->ptr, 0xFF, p.o->bytes, stream));
-      ASSERT_CUDA(cudaGraphLaunch(exec, stream));
-      ASSERT_CUDA(cudaStreamSynchronize(stream));
-      const testing::Comparison c = testing::compare(p.output(), eager);
-      EXPECT_TRUE(c.same_nonfinite && c.max_abs == 0)
-          << (persistent ? "persistent " : "") << "graph replay " << replay << " differs from the eager run: " << c.summary();
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-  }
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status captured = p.run(stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(captured.is_ok()) << captured.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  ASSERT_CUDA(cudaMemsetAsync(p.o->ptr, 0xFF, p.o->bytes, stream));
+  ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+  ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const testing::Comparison c = testing::compare(p.output(), eager);
+  EXPECT_TRUE(c.same_nonfinite && c.max_abs == 0) << "graph replay differs from the eager run: " << c.summary();
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }
 
@@ -300,18 +268,16 @@ TEST(FlashAttention, TimingInformative) {
     DeviceBuffer ws(*ws_bytes);
     ASSERT_TRUE(ws.ptr);
     const FlashAttentionOptions lazy{.workspace = ws.ptr, .workspace_bytes = *ws_bytes};  // the defaults
-    FlashAttentionOptions eager = lazy, persistent = lazy, persistent192 = lazy, lazy192 = lazy;
+    FlashAttentionOptions eager = lazy, lazy176 = lazy;
     eager.lazy_rescale = false;
-    persistent.persistent = persistent192.persistent = true;
-    persistent192.kv_block = lazy192.kv_block = 192;
+    lazy176.kv_block = 176;
     for (const Candidate& cand : {Candidate{"cudnn", true, {}}, Candidate{"flash 128 pp", false, {true, 128}},
                                   Candidate{"flash 176 pp", false, {true, 176}},
-                                  Candidate{"flash 176 plain", false, {false, 176}},
+                                  Candidate{"flash 192 pp", false, {true, 192}},
+                                  Candidate{"flash 192 plain", false, {false, 192}},
+                                  Candidate{"flash 176 split lazy", false, lazy176},
                                   Candidate{"flash split eager", false, eager},
-                                  Candidate{"flash split lazy", false, lazy},
-                                  Candidate{"flash 192 split lazy", false, lazy192},
-                                  Candidate{"flash persistent", false, persistent},
-                                  Candidate{"flash 192 persistent", false, persistent192}}) {
+                                  Candidate{"flash split lazy", false, lazy}}) {
       if (cand.cudnn && !have_cudnn) continue;
       auto run = [&]() -> Status {
         if (cand.cudnn) return cudnn.run(q.ptr, k.ptr, v.ptr, o.ptr, shape, stream);

@@ -56,12 +56,10 @@ Expected<size_t> flash_attention_workspace_bytes(int sm_count) {
 
 Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
   FlashAttentionOptions o;
-  OROCHI_ASSIGN_OR_RETURN(const std::string kv_block, env_choice("OROCHI_FLASH_KV_BLOCK", {"128", "176", "192"}, "176"));
+  OROCHI_ASSIGN_OR_RETURN(const std::string kv_block, env_choice("OROCHI_FLASH_KV_BLOCK", {"128", "176", "192"}, "192"));
   OROCHI_ASSIGN_OR_RETURN(const std::string pingpong, env_choice("OROCHI_FLASH_PINGPONG", {"0", "1"}, "1"));
   OROCHI_ASSIGN_OR_RETURN(const std::string split, env_choice("OROCHI_FLASH_SPLIT_TAIL", {"0", "1"}, "1"));
   OROCHI_ASSIGN_OR_RETURN(const std::string rescale, env_choice("OROCHI_FLASH_RESCALE", {"eager", "lazy"}, "lazy"));
-  OROCHI_ASSIGN_OR_RETURN(const std::string persistent, env_choice("OROCHI_FLASH_PERSISTENT", {"0", "1"}, "0"));
-  o.persistent = persistent == "1";
   o.lazy_rescale = std::string_view(rescale) == "lazy";
   o.kv_block = std::stoi(kv_block);
   o.pingpong = pingpong == "1";
@@ -94,9 +92,8 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   const int64_t units = (shape.s_q + 127) / 128 * shape.heads;
   const int64_t key_tiles = (shape.s_kv + options.kv_block - 1) / options.kv_block;
   TailSplit tail;
-  OROCHI_ASSIGN_OR_RETURN(const int sms, multiprocessors(options.sm_count));
-  if (options.persistent && options.pingpong) launch.persistent_ctas = sms;
   if (options.split_tail && options.workspace != nullptr) {
+    OROCHI_ASSIGN_OR_RETURN(int sms, multiprocessors(options.sm_count));
     tail = plan_tail(units, key_tiles, sms);
     const size_t need = static_cast<size_t>(tail.units) * tail.slices * sm90a::flash_attention_partial_bytes();
     if (need > options.workspace_bytes) tail = {};  // too small a workspace: no split
@@ -107,7 +104,6 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
   if (tail.units == 0) return Status::ok();
   launch.unit_begin = launch.units;
   launch.units = tail.units;
-  launch.persistent_ctas = 0;  // one CTA per slice
   launch.kv_splits = tail.slices;
   launch.partial = static_cast<float*>(options.workspace);
   return cuda_status(sm90a::launch_flash_attention(launch, stream), "flash attention launch (split last wave)");

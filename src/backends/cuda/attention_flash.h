@@ -28,18 +28,15 @@ std::string flash_attention_unsupported_reason(const AttentionShape& shape);
 
 struct FlashAttentionOptions {
   bool pingpong = true;  // the two consumer warpgroups alternate their MMAs (the faster schedule)
-  // Key/value rows per tile: 176 (FlashAttention-3's choice for head dim 128; 1-2% faster forwards
-  // than 128 at 832x480 and 1344x768 on an H200), 128 or 192.
-  int kv_block = 176;
+  // Key/value rows per tile: 192 (on an H200 the 832x480 forward 0.8-1.0% faster than with 176,
+  // FlashAttention-3's choice for head dim 128, which was 1-2% faster than 128), 176 or 128.
+  int kv_block = 192;
   bool split_tail = true;       // split a sparse last wave's units (needs the workspace)
   // Lazy rescaling: a row's running max (and with it the output's rescale) moves only when a key
   // tile raises it by more than 2^8; off, it tracks the exact running max. Same softmax either way;
   // lazy made the forward 0.3-0.4% faster on an H200 (480p 3 alternating rounds, 768p one) with the
   // same error against diffusers' 50-layer forward (rel L2 8.35e-3 both).
   bool lazy_rescale = true;
-  // Persistent CTAs (ping-pong only): one per SM takes unit after unit from a counter, the next
-  // unit's loads under the last one's final MMAs and stores. Launches on one GPU must not overlap.
-  bool persistent = false;
   void* workspace = nullptr;    // device memory for the split units' partial results
   size_t workspace_bytes = 0;
   int sm_count = 0;             // 0: the current device's; tests set it to exercise the split anywhere
@@ -49,8 +46,7 @@ struct FlashAttentionOptions {
 Expected<size_t> flash_attention_workspace_bytes(int sm_count = 0);
 
 // The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176 | 192), OROCHI_FLASH_PINGPONG (0 | 1),
-// OROCHI_FLASH_SPLIT_TAIL (0 | 1), OROCHI_FLASH_RESCALE (eager | lazy) and OROCHI_FLASH_PERSISTENT
-// (0 | 1) for side-by-side timing;
+// OROCHI_FLASH_SPLIT_TAIL (0 | 1) and OROCHI_FLASH_RESCALE (eager | lazy) for side-by-side timing;
 // an invalid value is an error that names the variable.
 Expected<FlashAttentionOptions> flash_attention_options_from_environment();
 

@@ -8,14 +8,9 @@
 //   - inside a warpgroup, the QK^T of tile j runs while the PV of tile j-1 is issued behind it,
 //     and the softmax of tile j overlaps that PV;
 //   - across the two warpgroups ("ping-pong"), named barriers make one issue its MMAs while the
-//     other does its softmax, so the tensor cores stay fed;
-//   - optionally (kPersistent) one CTA per SM takes unit after unit from an atomic counter, so the
-//     next unit's Q and first K/V tiles load while the last one's final PV and stores finish,
-//     instead of a new CTA starting cold (FlashAttention-3's persistent schedule, with dynamic
-//     rather than static assignment: a static one measured 2% slower, the slowest SM setting the end).
+//     other does its softmax, so the tensor cores stay fed.
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -31,14 +26,14 @@ constexpr int kBlockM = 128;  // query rows per CTA (64 per consumer warpgroup)
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
 constexpr int kConsumerWarps = 8;
-constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;  // per thread, as __launch_bounds__(kThreads, 1) allocates
 constexpr float kLazyRescaleThreshold = 8.f;  // log2 units: exponentials of at most 2^8
 constexpr uint32_t kRowBytes = kHeadDim * 2;              // one bf16 row of 128 head dims
 constexpr uint32_t kQHalfBytes = kBlockM * kRowBytes / 2;  // 64 of the 128 columns: one TMA box
 
 // Shared memory, from a 1024-byte aligned base: Q | K stages | V stages | barriers. kBlockN key
-// rows per K or V tile (128; 176 as FlashAttention-3 picks for head dim 128: fewer per-tile
-// overheads for the same registers budget; or 192, which just fits 227 KB and 240 registers).
+// rows per K or V tile: 128, 176 (FlashAttention-3's pick for head dim 128) or 192, the most that
+// fits 227 KB of shared memory and the consumers' 240 registers (96 scores, 48 of P, 64 of O per
+// thread, no spills): the fewest per-tile waits, turns and row reductions.
 template <int kBlockN>
 struct Layout {
   static constexpr uint32_t kTileBytes = kBlockN * kRowBytes;
@@ -47,7 +42,7 @@ struct Layout {
   static constexpr uint32_t kK = kBlockM * kRowBytes;
   static constexpr uint32_t kV = kK + kStages * kTileBytes;
   static constexpr uint32_t kBarriers = kV + kStages * kTileBytes;
-  static constexpr uint32_t kSharedBytes = kBarriers + 8 * (3 + 4 * kStages) + 1024;  // + alignment slack
+  static constexpr uint32_t kSharedBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + alignment slack
   static_assert(kHalfBytes % 1024 == 0);
   static_assert(kSharedBytes <= 227 * 1024);
 };
@@ -55,8 +50,6 @@ struct Layout {
 struct Barriers {
   uint64_t q_full;
   uint64_t k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
-  uint64_t q_empty;  // kPersistent: both consumer warpgroups are done reading Q
-  int unit;          // kPersistent: the unit whose Q the last q_full phase brought, -1 for none left
 };
 
 __device__ __forceinline__ float exp2_approx(float x) {
@@ -197,26 +190,19 @@ __device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, fl
 // Work unit u = 128 query rows of one head: head u / q_tiles, query tile u % q_tiles, so the CTAs
 // resident together work on one head and share its K and V in L2. A CTA covers one unit, or with
 // kv_splits > 1 one of that many slices of its key tiles, whose unnormalized output, row max and
-// row sum go to `partial` for combine_splits; or with kPersistent (kv_splits == 1 only) unit
-// blockIdx.x first, then whichever unit the counter hands out next.
+// row sum go to `partial` for combine_splits. (A persistent variant, one CTA per SM walking the
+// units round-robin, measured 2% slower at 1344x768: without the hardware's dynamic block
+// scheduling, the slowest SM sets the end.)
 struct KernelParams {
   __nv_bfloat16* out;
   float* partial;  // kv_splits > 1: kPartialFloats per CTA
-  int* next_unit;  // kPersistent: zero before the launch; each draw hands out one unit past the grid
   int s_q, s_kv, heads, q_tiles;
-  int unit_begin, units, kv_splits;
+  int unit_begin, kv_splits;
   float scale_log2;
 };
 constexpr int kPartialFloats = kBlockM * kHeadDim + 2 * kBlockM;  // O [128][128], then (max, sum) per row
 
-// The unit a persistent CTA takes after its current one, or -1 when every unit is handed out.
-__device__ __forceinline__ int draw_unit(const KernelParams& prm) {
-  const int grid = static_cast<int>(gridDim.x);
-  const int drawn = atomicAdd(prm.next_unit, 1);
-  return drawn < prm.units - grid ? prm.unit_begin + grid + drawn : -1;
-}
-
-template <int kBlockN, bool kPingPong, bool kLazy, bool kPersistent>
+template <int kBlockN, bool kPingPong, bool kLazy>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_attention_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                            const __grid_constant__ CUtensorMap tm_v, const KernelParams prm) {
@@ -224,19 +210,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t raw_shared[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw_shared) + 1023) & ~uintptr_t{1023});
   using L = Layout<kBlockN>;
-  // Registers per thread. setmaxnreg only moves registers within the CTA's launch allocation
-  // (168 per thread for 384 threads): asking for more hangs. The persistent producer's loop needs
-  // more than 24 (ptxas spills it), which consumers of up to 176-row tiles can spare; with 192-row
-  // tiles they need all 240 and the producer spills a few values instead.
-  constexpr bool kWideProducer = kPersistent && kBlockN < 192;
-  constexpr int kProducerRegisters = kWideProducer ? 40 : 24, kConsumerRegisters = kWideProducer ? 232 : 240;
-  static_assert(kProducerRegisters * 128 + kConsumerRegisters * 256 <= kLaunchRegisters * kThreads);
   Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
   const int warpgroup = threadIdx.x / 128;
   const int s_q = prm.s_q, s_kv = prm.s_kv, heads = prm.heads;
   const float scale_log2 = prm.scale_log2;
-  const int first_unit = prm.unit_begin + static_cast<int>(blockIdx.x) / prm.kv_splits;
+  const int unit = prm.unit_begin + static_cast<int>(blockIdx.x) / prm.kv_splits;
   const int split = static_cast<int>(blockIdx.x) % prm.kv_splits;
+  const int head = unit / prm.q_tiles;
+  const int row0 = (unit % prm.q_tiles) * kBlockM;
   const int all_tiles = (s_kv + kBlockN - 1) / kBlockN;
   const int first_tile = split * all_tiles / prm.kv_splits;        // this CTA's key tiles:
   const int tiles = (split + 1) * all_tiles / prm.kv_splits - first_tile;  // [first_tile, +tiles)
@@ -244,7 +225,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x == 0) {
     mbarrier_init(&bar.q_full, 1);
-    mbarrier_init(&bar.q_empty, kConsumerWarps);
     for (int s = 0; s < kStages; ++s) {
       mbarrier_init(&bar.k_full[s], 1);
       mbarrier_init(&bar.v_full[s], 1);
@@ -256,51 +236,33 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   if (warpgroup == 0) {  // producer
-    registers_shrink<kProducerRegisters>();
+    registers_shrink<24>();
     if (threadIdx.x == 0) {
-      // 32-bit shared addresses throughout: the persistent loop's state fits the 32 registers.
-      const uint32_t q = smem_address(smem + L::kQ), k0 = smem_address(smem + L::kK), v0 = smem_address(smem + L::kV);
-      const uint32_t q_full = smem_address(&bar.q_full), q_empty = smem_address(&bar.q_empty);
-      const uint32_t k_full = smem_address(&bar.k_full[0]), v_full = smem_address(&bar.v_full[0]);
-      const uint32_t k_empty = smem_address(&bar.k_empty[0]), v_empty = smem_address(&bar.v_empty[0]);
-      int unit = first_unit;
-      uint32_t t = 0;  // K/V tiles loaded so far: the ring runs on across units
-      for (int n = 0;; ++n) {
-        if constexpr (kPersistent) {
-          if (n > 0) {
-            unit = draw_unit(prm);  // its latency hides under the wait
-            mbarrier_wait(q_empty, (n - 1) & 1);  // Q may be overwritten
-          }
-          shared_store(smem_address(&bar.unit), unit);  // published by the arrive below
-          if (unit < 0) {
-            mbarrier_arrive(q_full);
-            break;
-          }
-        }
-        const int head = unit / prm.q_tiles, row0 = (unit % prm.q_tiles) * kBlockM;
-        mbarrier_arrive_expect_bytes(q_full, 2 * kQHalfBytes);
-        tma_load_3d(q, &tm_q, q_full, 0, head, row0);
-        tma_load_3d(q + kQHalfBytes, &tm_q, q_full, 64, head, row0);
-        for (int key_row = first_tile * kBlockN; key_row < (first_tile + tiles) * kBlockN; key_row += kBlockN, ++t) {
-          const uint32_t s = t % kStages, parity = (t / kStages) & 1;
-          const uint32_t k = k0 + s * L::kTileBytes, v = v0 + s * L::kTileBytes;
-          if (t >= kStages) mbarrier_wait(k_empty + 8 * s, parity ^ 1);
-          mbarrier_arrive_expect_bytes(k_full + 8 * s, L::kTileBytes);
-          tma_load_3d(k, &tm_k, k_full + 8 * s, 0, head, key_row);
-          tma_load_3d(k + L::kHalfBytes, &tm_k, k_full + 8 * s, 64, head, key_row);
-          if (t >= kStages) mbarrier_wait(v_empty + 8 * s, parity ^ 1);
-          mbarrier_arrive_expect_bytes(v_full + 8 * s, L::kTileBytes);
-          tma_load_3d(v, &tm_v, v_full + 8 * s, 0, head, key_row);
-          tma_load_3d(v + L::kHalfBytes, &tm_v, v_full + 8 * s, 64, head, key_row);
-        }
-        if constexpr (!kPersistent) break;
+      uint8_t* q = smem + L::kQ;
+      mbarrier_arrive_expect_bytes(&bar.q_full, 2 * kQHalfBytes);
+      tma_load_3d(q, &tm_q, &bar.q_full, 0, head, row0);
+      tma_load_3d(q + kQHalfBytes, &tm_q, &bar.q_full, 64, head, row0);
+      for (int j = 0; j < tiles; ++j) {
+        const int s = j % kStages;
+        const uint32_t parity = (j / kStages) & 1;
+        uint8_t* k = smem + L::kK + s * L::kTileBytes;
+        uint8_t* v = smem + L::kV + s * L::kTileBytes;
+        if (j >= kStages) mbarrier_wait(&bar.k_empty[s], parity ^ 1);
+        mbarrier_arrive_expect_bytes(&bar.k_full[s], L::kTileBytes);
+        const int key_row = (first_tile + j) * kBlockN;
+        tma_load_3d(k, &tm_k, &bar.k_full[s], 0, head, key_row);
+        tma_load_3d(k + L::kHalfBytes, &tm_k, &bar.k_full[s], 64, head, key_row);
+        if (j >= kStages) mbarrier_wait(&bar.v_empty[s], parity ^ 1);
+        mbarrier_arrive_expect_bytes(&bar.v_full[s], L::kTileBytes);
+        tma_load_3d(v, &tm_v, &bar.v_full[s], 0, head, key_row);
+        tma_load_3d(v + L::kHalfBytes, &tm_v, &bar.v_full[s], 64, head, key_row);
       }
     }
     return;
   }
 
   // Consumers.
-  registers_grow<kConsumerRegisters>();
+  registers_grow<240>();
   const int wg = warpgroup - 1;  // 0 or 1: query rows [64 wg, 64 wg + 64) of the tile
   const int lane = threadIdx.x & 31;
   const int warp = (threadIdx.x / 32) & 3;
@@ -308,124 +270,99 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t k_addr = smem_address(smem + L::kK), v_addr = smem_address(smem + L::kV);
   const int my_turn = 1 + wg, their_turn = 2 - wg;  // named barrier ids (0 is __syncthreads)
   const int last_cols = s_kv - (all_tiles - 1) * kBlockN;  // valid columns of the final key tile
-  const int local = wg * 64 + warp * 16 + (lane >> 2);  // this thread's rows: local, local + 8
 
   float s_acc[kBlockN / 2], o_acc[64];
   uint32_t p[kBlockN / 4];
-  if (kPingPong && wg == 1) named_barrier_arrive(1, 256);  // warpgroup 0 goes first
-  uint32_t used = 0;  // K/V tiles consumed before this unit's
-
-  for (int n = 0;; ++n) {
-    mbarrier_wait(&bar.q_full, n & 1);
-    int unit = first_unit;
-    if constexpr (kPersistent) {
-      unit = *reinterpret_cast<volatile int*>(&bar.unit);
-      if (unit < 0) {
-        // Warpgroup 1's turn after its last MMAs is still owed: take it, so both barriers end balanced.
-        if (kPingPong && wg == 0) named_barrier_sync(my_turn, 256);
-        break;
-      }
-    }
-    const int head = unit / prm.q_tiles, row0 = (unit % prm.q_tiles) * kBlockM;
 #pragma unroll
-    for (int i = 0; i < 64; ++i) o_acc[i] = 0.f;
-    RowState st;
-    float f0, f1;
+  for (int i = 0; i < 64; ++i) o_acc[i] = 0.f;
+  RowState st;
+  float f0, f1;
 
-    // Tile 0: scores and softmax only.
-    mbarrier_wait(&bar.k_full[used % kStages], (used / kStages) & 1);
+  if (kPingPong && wg == 1) named_barrier_arrive(1, 256);  // warpgroup 0 goes first
+  mbarrier_wait(&bar.q_full, 0);
+
+  // Tile 0: scores and softmax only.
+  mbarrier_wait(&bar.k_full[0], 0);
+  if (kPingPong) named_barrier_sync(my_turn, 256);
+  wgmma_fence();
+  issue_qk<kBlockN>(s_acc, q_addr, k_addr);
+  wgmma_commit();
+  if (kPingPong) named_barrier_arrive(their_turn, 256);
+  wgmma_wait<0>();
+  pin_registers(s_acc);
+  if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
+  online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0,
+                                 f1);
+  scores_to_operand<kBlockN>(s_acc, p);
+
+  for (int j = 1; j < tiles; ++j) {
+    const int s = j % kStages, prev = (j - 1) % kStages;
+    mbarrier_wait(&bar.k_full[s], (j / kStages) & 1);
+    mbarrier_wait(&bar.v_full[prev], ((j - 1) / kStages) & 1);
     if (kPingPong) named_barrier_sync(my_turn, 256);
     wgmma_fence();
-    issue_qk<kBlockN>(s_acc, q_addr, k_addr + (used % kStages) * L::kTileBytes);
+    issue_qk<kBlockN>(s_acc, q_addr, k_addr + s * L::kTileBytes);
+    wgmma_commit();
+    issue_pv<kBlockN>(o_acc, p, v_addr + prev * L::kTileBytes);
     wgmma_commit();
     if (kPingPong) named_barrier_arrive(their_turn, 256);
-    wgmma_wait<0>();
+    wgmma_wait<1>();  // the scores of tile j are in
     pin_registers(s_acc);
-    if (lane == 0) {
-      mbarrier_arrive(&bar.k_empty[used % kStages]);
-      if (kPersistent && tiles == 1) mbarrier_arrive(&bar.q_empty);
-    }
-    online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, tiles == 1 && ends_at_last ? last_cols : kBlockN, lane, f0,
-                                   f1);
-    scores_to_operand<kBlockN>(s_acc, p);
-
-    for (int j = 1; j < tiles; ++j) {
-      const uint32_t t = used + j;
-      const int s = t % kStages, prev = (t - 1) % kStages;
-      mbarrier_wait(&bar.k_full[s], (t / kStages) & 1);
-      mbarrier_wait(&bar.v_full[prev], ((t - 1) / kStages) & 1);
-      if (kPingPong) named_barrier_sync(my_turn, 256);
-      wgmma_fence();
-      issue_qk<kBlockN>(s_acc, q_addr, k_addr + s * L::kTileBytes);
-      wgmma_commit();
-      issue_pv<kBlockN>(o_acc, p, v_addr + prev * L::kTileBytes);
-      wgmma_commit();
-      if (kPingPong) named_barrier_arrive(their_turn, 256);
-      wgmma_wait<1>();  // the scores of tile j are in
-      pin_registers(s_acc);
-      if (lane == 0) {
-        mbarrier_arrive(&bar.k_empty[s]);
-        if (kPersistent && j == tiles - 1) mbarrier_arrive(&bar.q_empty);  // the next unit's Q may load
-      }
-      online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, j == tiles - 1 && ends_at_last ? last_cols : kBlockN,
-                                     lane, f0, f1);
-      wgmma_wait<0>();  // P(j-1) V(j-1) is in
-      pin_registers(o_acc);
-      pin_registers(p);
-      if (lane == 0) mbarrier_arrive(&bar.v_empty[prev]);
-      rescale_output(o_acc, f0, f1);
-      scores_to_operand<kBlockN>(s_acc, p);
-    }
-
-    const uint32_t t_last = used + tiles - 1;
-    const int last = t_last % kStages;
-    mbarrier_wait(&bar.v_full[last], (t_last / kStages) & 1);
-    if (kPingPong) named_barrier_sync(my_turn, 256);
-    wgmma_fence();
-    issue_pv<kBlockN>(o_acc, p, v_addr + last * L::kTileBytes);
-    wgmma_commit();
-    // A single unit: warpgroup 1 owes no turn after its last MMAs, so both barriers end balanced.
-    // Persistent: the turns run on into the next unit (see the exit above).
-    if (kPingPong && (kPersistent || wg == 0)) named_barrier_arrive(their_turn, 256);
-    wgmma_wait<0>();
+    if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
+    online_softmax<kBlockN, kLazy>(s_acc, st, scale_log2, j == tiles - 1 && ends_at_last ? last_cols : kBlockN, lane,
+                                   f0, f1);
+    wgmma_wait<0>();  // P(j-1) V(j-1) is in
     pin_registers(o_acc);
-    if (kPersistent && lane == 0) mbarrier_arrive(&bar.v_empty[last]);
-    used += tiles;
+    pin_registers(p);
+    if (lane == 0) mbarrier_arrive(&bar.v_empty[prev]);
+    rescale_output(o_acc, f0, f1);
+    scores_to_operand<kBlockN>(s_acc, p);
+  }
 
-    float sum0 = st.sum0, sum1 = st.sum1;
+  const int last = (tiles - 1) % kStages;
+  mbarrier_wait(&bar.v_full[last], ((tiles - 1) / kStages) & 1);
+  if (kPingPong) named_barrier_sync(my_turn, 256);
+  wgmma_fence();
+  issue_pv<kBlockN>(o_acc, p, v_addr + last * L::kTileBytes);
+  wgmma_commit();
+  // Warpgroup 1 owes no turn after its last MMAs: both barriers end balanced.
+  if (kPingPong && wg == 0) named_barrier_arrive(their_turn, 256);
+  wgmma_wait<0>();
+  pin_registers(o_acc);
+
+  float sum0 = st.sum0, sum1 = st.sum1;
 #pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {
-      sum0 += __shfl_xor_sync(0xffffffff, sum0, offset);
-      sum1 += __shfl_xor_sync(0xffffffff, sum1, offset);
-    }
-    if (prm.kv_splits > 1) {
-      float* part = prm.partial + static_cast<int64_t>(blockIdx.x) * kPartialFloats;
-      float* p0 = part + local * kHeadDim + 2 * (lane & 3);
-      float* p1 = p0 + 8 * kHeadDim;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        *reinterpret_cast<float2*>(p0 + 8 * i) = make_float2(o_acc[4 * i], o_acc[4 * i + 1]);
-        *reinterpret_cast<float2*>(p1 + 8 * i) = make_float2(o_acc[4 * i + 2], o_acc[4 * i + 3]);
-      }
-      if ((lane & 3) == 0) {
-        float* stats = part + kBlockM * kHeadDim;
-        *reinterpret_cast<float2*>(stats + 2 * local) = make_float2(st.max0, sum0);
-        *reinterpret_cast<float2*>(stats + 2 * (local + 8)) = make_float2(st.max1, sum1);
-      }
-      return;
-    }
-    const float inv0 = 1.f / sum0, inv1 = 1.f / sum1;
-    const int r = row0 + local;
-    const int64_t row_stride = static_cast<int64_t>(heads) * kHeadDim;
-    __nv_bfloat16* o0 = prm.out + static_cast<int64_t>(r) * row_stride + head * kHeadDim + 2 * (lane & 3);
-    __nv_bfloat16* o1 = o0 + 8 * row_stride;
+  for (int offset = 1; offset < 4; offset *= 2) {
+    sum0 += __shfl_xor_sync(0xffffffff, sum0, offset);
+    sum1 += __shfl_xor_sync(0xffffffff, sum1, offset);
+  }
+  const int local = wg * 64 + warp * 16 + (lane >> 2);  // this thread's rows: local, local + 8
+  if (prm.kv_splits > 1) {
+    float* part = prm.partial + static_cast<int64_t>(blockIdx.x) * kPartialFloats;
+    float* p0 = part + local * kHeadDim + 2 * (lane & 3);
+    float* p1 = p0 + 8 * kHeadDim;
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      if (r < s_q) *reinterpret_cast<uint32_t*>(o0 + 8 * i) = pack_bf16(o_acc[4 * i] * inv0, o_acc[4 * i + 1] * inv0);
-      if (r + 8 < s_q)
-        *reinterpret_cast<uint32_t*>(o1 + 8 * i) = pack_bf16(o_acc[4 * i + 2] * inv1, o_acc[4 * i + 3] * inv1);
+      *reinterpret_cast<float2*>(p0 + 8 * i) = make_float2(o_acc[4 * i], o_acc[4 * i + 1]);
+      *reinterpret_cast<float2*>(p1 + 8 * i) = make_float2(o_acc[4 * i + 2], o_acc[4 * i + 3]);
     }
-    if constexpr (!kPersistent) break;
+    if ((lane & 3) == 0) {
+      float* stats = part + kBlockM * kHeadDim;
+      *reinterpret_cast<float2*>(stats + 2 * local) = make_float2(st.max0, sum0);
+      *reinterpret_cast<float2*>(stats + 2 * (local + 8)) = make_float2(st.max1, sum1);
+    }
+    return;
+  }
+  const float inv0 = 1.f / sum0, inv1 = 1.f / sum1;
+  const int r = row0 + local;
+  const int64_t row_stride = static_cast<int64_t>(heads) * kHeadDim;
+  __nv_bfloat16* o0 = prm.out + static_cast<int64_t>(r) * row_stride + head * kHeadDim + 2 * (lane & 3);
+  __nv_bfloat16* o1 = o0 + 8 * row_stride;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    if (r < s_q) *reinterpret_cast<uint32_t*>(o0 + 8 * i) = pack_bf16(o_acc[4 * i] * inv0, o_acc[4 * i + 1] * inv0);
+    if (r + 8 < s_q)
+      *reinterpret_cast<uint32_t*>(o1 + 8 * i) = pack_bf16(o_acc[4 * i + 2] * inv1, o_acc[4 * i + 3] * inv1);
   }
 #else
   __trap();  // built without sm_90a code: the host side never launches this
@@ -453,49 +390,26 @@ __global__ void combine_splits(KernelParams prm) {
   prm.out[static_cast<int64_t>(r) * prm.heads * kHeadDim + head * kHeadDim + d] = __float2bfloat16_rn(num / den);
 }
 
-// The persistent CTAs' unit counter, one per GPU (a module global lives on every device): zeroed on
-// the stream before each persistent launch, so launches on one GPU must not overlap (the callers
-// run attention one call at a time per GPU).
-__device__ int g_next_unit;
-
-template <int kBlockN, bool kPingPong, bool kLazy, bool kPersistent>
+template <int kBlockN, bool kPingPong, bool kLazy>
 cudaError_t launch(const FlashAttentionLaunch& l, cudaStream_t stream) {
   constexpr uint32_t kSharedBytes = Layout<kBlockN>::kSharedBytes;
-  constexpr auto kernel = flash_attention_kernel<kBlockN, kPingPong, kLazy, kPersistent>;
-  if (cudaError_t e = opt_in_shared_memory<kernel>(static_cast<int>(kSharedBytes)); e != cudaSuccess) return e;
-  KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, nullptr, l.s_q, l.s_kv, l.heads,
-                   (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.units, l.kv_splits,
+  if (cudaError_t e = opt_in_shared_memory<flash_attention_kernel<kBlockN, kPingPong, kLazy>>(static_cast<int>(kSharedBytes));
+      e != cudaSuccess)
+    return e;
+  KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.partial, l.s_q, l.s_kv, l.heads,
+                   (l.s_q + kBlockM - 1) / kBlockM, l.unit_begin, l.kv_splits,
                    static_cast<float>(M_LOG2E / std::sqrt(static_cast<double>(kHeadDim)))};
-  unsigned grid = static_cast<unsigned>(l.units) * l.kv_splits;
-  if constexpr (kPersistent) {
-    if (cudaError_t e = cudaGetSymbolAddress(reinterpret_cast<void**>(&prm.next_unit), g_next_unit); e != cudaSuccess)
-      return e;
-    if (cudaError_t e = cudaMemsetAsync(prm.next_unit, 0, sizeof(int), stream); e != cudaSuccess) return e;
-    grid = static_cast<unsigned>(std::min(l.units, l.persistent_ctas));
-  }
-  kernel<<<grid, kThreads, kSharedBytes, stream>>>(l.q, l.k, l.v, prm);
+  flash_attention_kernel<kBlockN, kPingPong, kLazy><<<static_cast<unsigned>(l.units) * l.kv_splits, kThreads, kSharedBytes,
+                                               stream>>>(l.q, l.k, l.v, prm);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || l.kv_splits == 1) return e;
   combine_splits<<<dim3(l.units, kBlockM), kHeadDim, 0, stream>>>(prm);
   return cudaGetLastError();
 }
 
-// Persistent CTAs exist for the ping-pong schedule (the default) only.
-template <int kBlockN, bool kPingPong, bool kLazy>
-cudaError_t launch_scheduled(const FlashAttentionLaunch& l, cudaStream_t stream) {
-  if constexpr (kPingPong) {
-    if (l.persistent_ctas > 0) return launch<kBlockN, true, kLazy, true>(l, stream);
-  }
-  return launch<kBlockN, kPingPong, kLazy, false>(l, stream);
-}
-
 template <int kBlockN>
 cudaError_t launch_tile(const FlashAttentionLaunch& l, cudaStream_t stream) {
-  if (l.pingpong) {
-    return l.lazy_rescale ? launch_scheduled<kBlockN, true, true>(l, stream)
-                          : launch_scheduled<kBlockN, true, false>(l, stream);
-  }
-  return l.lazy_rescale ? launch_scheduled<kBlockN, false, true>(l, stream)
-                        : launch_scheduled<kBlockN, false, false>(l, stream);
+  if (l.pingpong) return l.lazy_rescale ? launch<kBlockN, true, true>(l, stream) : launch<kBlockN, true, false>(l, stream);
+  return l.lazy_rescale ? launch<kBlockN, false, true>(l, stream) : launch<kBlockN, false, false>(l, stream);
 }
 
 }  // namespace
@@ -504,7 +418,6 @@ int flash_attention_partial_bytes() { return kPartialFloats * 4; }
 
 cudaError_t launch_flash_attention(const FlashAttentionLaunch& l, cudaStream_t stream) {
   if (l.units <= 0 || l.kv_splits < 1 || (l.kv_splits > 1 && l.partial == nullptr)) return cudaErrorInvalidValue;
-  if (l.persistent_ctas < 0 || (l.persistent_ctas > 0 && (l.kv_splits > 1 || !l.pingpong))) return cudaErrorInvalidValue;
   // Every (tile, schedule, rescale) variant is its own instantiation, so the default's code is
   // what was measured whatever the switches add.
   switch (l.kv_block) {

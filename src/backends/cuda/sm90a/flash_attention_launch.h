@@ -24,10 +24,6 @@ struct FlashAttentionLaunch {
   // `partial`: units * kv_splits * flash_attention_partial_bytes()) combined by a second kernel.
   int kv_splits = 1;
   float* partial = nullptr;
-  // > 0 (ping-pong, kv_splits == 1 only): that many CTAs (one per SM) take the units in turn from a
-  // per-GPU counter, loading the next unit's Q and first K/V tiles under the last one's final PV
-  // and stores. Two such launches must not run at the same time on one GPU.
-  int persistent_ctas = 0;
 };
 
 // Device bytes of one slice's partial result.
