@@ -34,14 +34,12 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
     return invalid_argument("each GPU can take one rank; a device is listed twice");
   std::unique_ptr<H3MultiGpu> mg(new H3MultiGpu());
   mg->layout_ = layout;
-  if (mg->layout_.sp_weights.empty()) {
+  if (mg->layout_.sp_weights.empty()) {  // parse_sp_weights checks them as below
     OROCHI_ASSIGN_OR_RETURN(mg->layout_.sp_weights,
                             parse_sp_weights(std::getenv("OROCHI_SP_WEIGHTS"), layout.sp, "OROCHI_SP_WEIGHTS"));
-  }
-  if (!mg->layout_.sp_weights.empty()) {
-    if (const std::string why = sp_weights_problem(mg->layout_.sp_weights, layout.sp); !why.empty())
-      return invalid_argument("the layout's SP row weights: " + why + "; give one per sequence-parallel rank (" +
-                              std::to_string(layout.sp) + "), or none for an even split");
+  } else if (const std::string why = sp_weights_problem(mg->layout_.sp_weights, layout.sp); !why.empty()) {
+    return invalid_argument("the layout's SP row weights: " + why + "; give one per sequence-parallel rank (" +
+                            std::to_string(layout.sp) + "), or none for an even split");
   }
   mg->devices_ = devices;
   for (int w = 0; w < world; ++w) {

@@ -29,7 +29,7 @@ RankRows rank_rows(const H3Inputs& in, const ParallelRank& rank);
 
 // The widths one rank works with.
 struct RankDims {
-  int64_t R = 0;           // most rows an SP rank owns (ceil(S / sp) split evenly)
+  int64_t R = 0;           // the largest SP rank's rows (ceil(S / sp) when split evenly)
   int64_t heads = 0;       // heads of its TP share
   int64_t attn_heads = 0;  // heads it attends over after the all_to_all (heads / sp)
   int64_t head_dim = 0;
