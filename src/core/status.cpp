@@ -13,6 +13,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kIo: return "i/o error";
     case ErrorCode::kInternal: return "internal error";
     case ErrorCode::kDeadline: return "deadline exceeded";
+    case ErrorCode::kUsage: return "usage error";
   }
   return "unknown error";
 }
@@ -34,5 +35,6 @@ Status shape_mismatch(std::string m) { return {ErrorCode::kShapeMismatch, std::m
 Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
 Status io_error(std::string m) { return {ErrorCode::kIo, std::move(m)}; }
 Status deadline_exceeded(std::string m) { return {ErrorCode::kDeadline, std::move(m)}; }
+Status usage_error(std::string m) { return {ErrorCode::kUsage, std::move(m)}; }
 
 }  // namespace orochi

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kIo,               // the OS refused (open, mmap, write)
   kInternal,         // an invariant broke: a bug in Orochi
   kDeadline,         // a peer rank or device did not answer in time (communication deadline)
+  kUsage,            // the command line is wrong (unknown option, missing or malformed value): exit 2
 };
 
 const char* error_code_name(ErrorCode code);
@@ -71,6 +72,7 @@ Status shape_mismatch(std::string message);
 Status unsupported(std::string message);
 Status io_error(std::string message);
 Status deadline_exceeded(std::string message);
+Status usage_error(std::string message);
 
 }  // namespace orochi
 
