@@ -2,7 +2,7 @@
 // encoder step (the residual after layer k of the tiny Qwen3-VL golden, as transformers computes it).
 #include <gtest/gtest.h>
 
-#include "models/qwen3vl/tokenizer.h"
+#include "text/tokenizer.h"
 #include "pipeline/prompt_features.h"
 #include "support/compare.h"
 #include "support/golden.h"
@@ -18,7 +18,7 @@ TEST(PromptFeatures, TokenizesVerbatimAndRefusesOverlongPrompts) {
   const std::string prompt = "A red fox runs through the snow, 雪が降る 🦊";
   Expected<Tensor> ids = pipeline::tokenize_prompt(kTokenizer, prompt, 4096);
   ASSERT_TRUE(ids.has_value()) << ids.status().to_string();
-  Expected<qwen3vl::BpeTokenizer> tok = qwen3vl::BpeTokenizer::load(kTokenizer);
+  Expected<text::BpeTokenizer> tok = text::BpeTokenizer::load(kTokenizer);
   ASSERT_TRUE(tok.has_value());
   Expected<std::vector<int32_t>> expected = tok->encode(prompt);
   ASSERT_TRUE(expected.has_value());

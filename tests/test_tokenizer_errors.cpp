@@ -9,9 +9,9 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "models/qwen3vl/tokenizer.h"
+#include "text/tokenizer.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 namespace fs = std::filesystem;
@@ -168,4 +168,4 @@ TEST_F(TokenizerErrors, DecodeSkipsUnknownIds) {
 }
 
 }  // namespace
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

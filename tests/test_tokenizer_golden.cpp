@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "models/qwen3vl/tokenizer.h"
-#include "models/qwen3vl/tokenizer_pretokenizer.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_pretokenizer.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 const std::string kDir = std::string(OROCHI_TEST_DATA_DIR) + "/tokenizer";
@@ -168,4 +168,4 @@ TEST(TokenizerGolden, ConcurrentEncodesAgree) {
 }
 
 }  // namespace
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

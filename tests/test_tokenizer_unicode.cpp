@@ -9,13 +9,13 @@
 #include <random>
 #include <cstdio>
 
-#include "models/qwen3vl/tokenizer_byte_level.h"
-#include "models/qwen3vl/unicode_nfc.h"
-#include "models/qwen3vl/unicode_properties.h"
-#include "models/qwen3vl/unicode_tables.h"
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/tokenizer_byte_level.h"
+#include "text/unicode_nfc.h"
+#include "text/unicode_properties.h"
+#include "text/unicode_tables.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 // Naive well-formedness: a sequence is valid iff decoding it bit by bit and re-encoding the code
@@ -137,4 +137,4 @@ TEST(TokenizerUnicode, ByteLevelAlphabetIsABijection) {
 }
 
 }  // namespace
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

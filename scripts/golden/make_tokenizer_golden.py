@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden generator for the Qwen-style byte-level BPE tokenizer (src/models/qwen3vl/tokenizer*.cpp).
+"""Golden generator for the Qwen-style byte-level BPE tokenizer (src/text/tokenizer*.cpp).
 
 The real MiniMax-H3 / Qwen3-VL tokenizer.json cannot be downloaded here, so this script trains a small
 one with the Hugging Face `tokenizers` library, configured like Qwen2/Qwen3-VL's tokenizer.json:

@@ -3,14 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include "models/qwen3vl/text_model.h"
-#include "models/qwen3vl/tokenizer.h"
+#include "text/tokenizer.h"
 #include "weights/model_folder.h"
 
 namespace orochi::pipeline {
 
 Expected<Tensor> tokenize_prompt(const std::string& tokenizer_path, const std::string& prompt, int64_t max_tokens) {
   if (prompt.empty()) return invalid_argument("the prompt is empty");
-  OROCHI_ASSIGN_OR_RETURN(const qwen3vl::BpeTokenizer tokenizer, qwen3vl::BpeTokenizer::load(tokenizer_path));
+  OROCHI_ASSIGN_OR_RETURN(const text::BpeTokenizer tokenizer, text::BpeTokenizer::load(tokenizer_path));
   OROCHI_ASSIGN_OR_RETURN(const std::vector<int32_t> ids, tokenizer.encode(prompt, static_cast<size_t>(max_tokens)));
   if (ids.empty()) return invalid_argument("the prompt tokenizes to nothing");
   Tensor out = Tensor::empty({static_cast<int64_t>(ids.size())}, DType::kI64);

@@ -1,8 +1,8 @@
-#include "models/qwen3vl/tokenizer_json.h"
+#include "text/tokenizer_json.h"
 
 #include <nlohmann/json.hpp>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 using json = nlohmann::json;
@@ -216,4 +216,4 @@ Expected<TokenizerSpec> parse_tokenizer_json(std::string_view text, const std::s
   return spec;
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -1,10 +1,10 @@
-#include "models/qwen3vl/tokenizer_byte_level.h"
+#include "text/tokenizer_byte_level.h"
 
 #include <array>
 
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 bool stands_for_itself(uint32_t b) {
@@ -52,4 +52,4 @@ std::string byte_level_decode_token(std::string_view token) {
   return bytes ? std::move(*bytes) : std::string(token);
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

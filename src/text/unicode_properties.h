@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 bool is_letter(uint32_t code_point);      // General_Category L* (Lu Ll Lt Lm Lo)
 bool is_number(uint32_t code_point);      // General_Category N* (Nd Nl No)
@@ -13,4 +13,4 @@ bool is_number(uint32_t code_point);      // General_Category N* (Nd Nl No)
 bool is_whitespace(uint32_t code_point);
 uint8_t combining_class(uint32_t code_point);  // canonical combining class, 0 for starters
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

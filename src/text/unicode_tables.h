@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-namespace orochi::qwen3vl::unicode_tables {
+namespace orochi::text::unicode_tables {
 
 struct CodePointRange {
   uint32_t first;
@@ -43,4 +43,4 @@ std::span<const CombiningClassRange> combining_classes();  // non-zero classes o
 std::span<const Decomposition> decompositions();      // sorted by code_point
 std::span<const Composition> compositions();          // sorted by (first, second)
 
-}  // namespace orochi::qwen3vl::unicode_tables
+}  // namespace orochi::text::unicode_tables

@@ -1,12 +1,12 @@
-#include "models/qwen3vl/tokenizer_added_tokens.h"
+#include "text/tokenizer_added_tokens.h"
 
 #include <algorithm>
 
 #include "core/check.h"
-#include "models/qwen3vl/unicode_properties.h"
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/unicode_properties.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 // Start of the whitespace run that ends at `end` (the reference's \s*$ on the text before a token).
@@ -79,4 +79,4 @@ void AddedTokenMatcher::split(std::string_view text, std::vector<TextPiece>& pie
   if (piece_start < text.size()) pieces.push_back(TextPiece{piece_start, text.size(), -1});
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "core/status.h"
-#include "models/qwen3vl/tokenizer_added_tokens.h"
-#include "models/qwen3vl/tokenizer_bpe_model.h"
-#include "models/qwen3vl/tokenizer_pretokenizer.h"
+#include "text/tokenizer_added_tokens.h"
+#include "text/tokenizer_bpe_model.h"
+#include "text/tokenizer_pretokenizer.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 struct TokenizerSpec {
   bool nfc = false;  // normalizer: NFC, or none
@@ -26,4 +26,4 @@ struct TokenizerSpec {
 // `label` names the file in errors.
 Expected<TokenizerSpec> parse_tokenizer_json(std::string_view json_text, const std::string& label);
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

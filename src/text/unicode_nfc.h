@@ -5,10 +5,10 @@
 #include <string>
 #include <string_view>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 // NFC of valid UTF-8 text. Text holding no character that NFC could touch (the common case: ASCII,
 // CJK, emoji) is returned unchanged without decomposing it.
 std::string nfc(std::string_view valid_utf8);
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -1,4 +1,4 @@
-#include "models/qwen3vl/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,12 +6,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/qwen3vl/tokenizer_byte_level.h"
-#include "models/qwen3vl/tokenizer_json.h"
-#include "models/qwen3vl/unicode_nfc.h"
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/tokenizer_byte_level.h"
+#include "text/tokenizer_json.h"
+#include "text/unicode_nfc.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 namespace fs = std::filesystem;
 
@@ -143,4 +143,4 @@ std::optional<int32_t> BpeTokenizer::token_id(std::string_view token) const {
   return model_.token_id(token);
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

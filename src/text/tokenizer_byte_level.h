@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 // The character that stands for `byte` ('!'..'~', '¡'..'¬', '®'..'ÿ' stand for themselves; the
 // other 68 bytes map, in order, to U+0100 and up).
@@ -22,4 +22,4 @@ std::optional<std::string> byte_level_to_bytes(std::string_view token_utf8);
 // byte-level text (added tokens with spaces, say), as the reference decoder does.
 std::string byte_level_decode_token(std::string_view token_utf8);
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

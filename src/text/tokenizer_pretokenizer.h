@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 struct SplitPattern {
   int max_digit_run = 1;  // 1: Qwen's \p{N}; 3: Llama-3's \p{N}{1,3}
@@ -26,4 +26,4 @@ struct SplitPattern {
 void split_words(std::string_view valid_utf8, const SplitPattern& pattern,
                  std::vector<std::pair<size_t, size_t>>& words);
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

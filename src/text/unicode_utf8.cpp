@@ -1,6 +1,6 @@
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 // Length of the well-formed sequence starting at bytes[pos], or of its longest well-formed prefix
@@ -84,4 +84,4 @@ std::string utf8_lossy(std::string_view bytes) {
   return out;
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

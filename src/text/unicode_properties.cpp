@@ -1,11 +1,11 @@
-#include "models/qwen3vl/unicode_properties.h"
+#include "text/unicode_properties.h"
 
 #include <algorithm>
 #include <span>
 
-#include "models/qwen3vl/unicode_tables.h"
+#include "text/unicode_tables.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 using unicode_tables::CodePointRange;
@@ -46,4 +46,4 @@ uint8_t combining_class(uint32_t cp) {
   return it != ranges.end() && it->first <= cp ? it->ccc : 0;
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -1,14 +1,14 @@
-#include "models/qwen3vl/unicode_nfc.h"
+#include "text/unicode_nfc.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "models/qwen3vl/unicode_properties.h"
-#include "models/qwen3vl/unicode_tables.h"
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/unicode_properties.h"
+#include "text/unicode_tables.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 // Hangul syllables decompose and compose arithmetically (Unicode §3.12).
@@ -126,4 +126,4 @@ std::string nfc(std::string_view text) {
   return out;
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

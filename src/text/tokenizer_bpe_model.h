@@ -13,7 +13,7 @@
 
 #include "core/status.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 // Ids index dense tables; real vocabularies stay far below this (Qwen: 151,936 rows), and a larger
 // id in a file is damage, not a vocabulary.
@@ -68,4 +68,4 @@ class BpeModel {
   std::unique_ptr<WordCache> cache_;
 };
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

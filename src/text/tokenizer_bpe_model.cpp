@@ -1,13 +1,13 @@
-#include "models/qwen3vl/tokenizer_bpe_model.h"
+#include "text/tokenizer_bpe_model.h"
 
 #include <algorithm>
 #include <functional>
 #include <mutex>
 #include <queue>
 
-#include "models/qwen3vl/tokenizer_byte_level.h"
+#include "text/tokenizer_byte_level.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 // Words seen before skip the merge loop: prompts repeat words, and the vision blocks repeat one
 // token hundreds of times. Bounded: cleared when full, short words only (as the reference does).
@@ -175,4 +175,4 @@ void BpeModel::merge(std::string_view word, std::vector<int32_t>& ids) const {
   for (int32_t pos = 0; pos >= 0; pos = symbols[pos].next) ids.push_back(symbols[pos].id);
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 struct AddedToken {
   int32_t id = 0;
@@ -49,4 +49,4 @@ class AddedTokenMatcher {
   std::array<std::vector<uint32_t>, 256> by_first_byte_;
 };
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "core/status.h"
-#include "models/qwen3vl/tokenizer_added_tokens.h"
-#include "models/qwen3vl/tokenizer_bpe_model.h"
-#include "models/qwen3vl/tokenizer_pretokenizer.h"
+#include "text/tokenizer_added_tokens.h"
+#include "text/tokenizer_bpe_model.h"
+#include "text/tokenizer_pretokenizer.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 struct TokenizerSpec;
 
@@ -65,4 +65,4 @@ class BpeTokenizer {
   size_t vocab_size_ = 0;
 };
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

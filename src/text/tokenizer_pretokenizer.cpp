@@ -1,11 +1,11 @@
-#include "models/qwen3vl/tokenizer_pretokenizer.h"
+#include "text/tokenizer_pretokenizer.h"
 
 #include <cstdint>
 
-#include "models/qwen3vl/unicode_properties.h"
-#include "models/qwen3vl/unicode_utf8.h"
+#include "text/unicode_properties.h"
+#include "text/unicode_utf8.h"
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 namespace {
 
 constexpr std::string_view kQwenRegex =
@@ -133,4 +133,4 @@ void split_words(std::string_view text, const SplitPattern& pattern,
   }
 }
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace orochi::qwen3vl {
+namespace orochi::text {
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
 
@@ -46,4 +46,4 @@ void append_utf8(std::string& out, uint32_t code_point);
 // returns): each maximal ill-formed subsequence becomes one U+FFFD.
 std::string utf8_lossy(std::string_view bytes);
 
-}  // namespace orochi::qwen3vl
+}  // namespace orochi::text
