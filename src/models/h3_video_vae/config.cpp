@@ -46,6 +46,21 @@ Status read_floats(const nlohmann::json& j, const char* key, std::vector<float>&
   return Status::ok();
 }
 
+// A list of small positive integers such as block_out_channels [128, 256, ...].
+Status read_int_list(const nlohmann::json& j, const char* key, std::vector<int64_t>& out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_array() || it->empty())
+    return invalid_argument(std::string("config.json: '") + key + "' must be a non-empty list of integers");
+  out.clear();
+  for (const auto& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 20))
+      return invalid_argument(std::string("config.json: '") + key + "' must hold integers in [1, 2^20]");
+    out.push_back(v.get<int64_t>());
+  }
+  return Status::ok();
+}
+
 int64_t floor_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
 }  // namespace
@@ -72,6 +87,17 @@ Expected<VideoVaeConfig> VideoVaeConfig::from_json(const nlohmann::json& j) {
   OROCHI_RETURN_IF_ERROR(read_number(j, "out_channels", c.out_channels));
   OROCHI_RETURN_IF_ERROR(read_factor_product(j, "spatial_downsample_factors", c.spatial_ratio));
   OROCHI_RETURN_IF_ERROR(read_factor_product(j, "temporal_downsample_factors", c.temporal_ratio));
+  OROCHI_RETURN_IF_ERROR(read_int_list(j, "spatial_downsample_factors", c.spatial_downsample_factors));
+  OROCHI_RETURN_IF_ERROR(read_int_list(j, "temporal_downsample_factors", c.temporal_downsample_factors));
+  OROCHI_RETURN_IF_ERROR(read_int_list(j, "block_out_channels", c.block_out_channels));
+  OROCHI_RETURN_IF_ERROR(read_number(j, "in_channels", c.in_channels));
+  OROCHI_RETURN_IF_ERROR(read_number(j, "layers_per_block", c.layers_per_block));
+  OROCHI_RETURN_IF_ERROR(read_number(j, "norm_num_groups", c.norm_num_groups));
+  OROCHI_RETURN_IF_ERROR(read_number(j, "norm_eps", c.norm_eps));
+  if (auto it = j.find("spatial_padding_mode"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return invalid_argument("config.json: 'spatial_padding_mode' must be a string");
+    c.spatial_padding_mode = it->get<std::string>();
+  }
   OROCHI_RETURN_IF_ERROR(read_number(j, "decoder_num_layers", c.decoder_num_layers));
   OROCHI_RETURN_IF_ERROR(read_number(j, "decoder_num_attention_heads", c.decoder_num_attention_heads));
   OROCHI_RETURN_IF_ERROR(read_number(j, "decoder_attention_head_dim", c.decoder_attention_head_dim));
@@ -118,6 +144,34 @@ Status VideoVaeConfig::validate() const {
     return invalid_argument("latents_mean and latents_std must hold latent_channels (" +
                             std::to_string(latent_channels) + ") values each, got " +
                             std::to_string(latents_mean.size()) + " and " + std::to_string(latents_std.size()));
+  return Status::ok();
+}
+
+Status VideoVaeConfig::validate_encoder() const {
+  const size_t levels = block_out_channels.size();
+  if (levels == 0 || spatial_downsample_factors.size() != levels || temporal_downsample_factors.size() != levels)
+    return invalid_argument("block_out_channels, spatial_downsample_factors and temporal_downsample_factors must "
+                            "have one entry per encoder level, got " + std::to_string(levels) + ", " +
+                            std::to_string(spatial_downsample_factors.size()) + " and " +
+                            std::to_string(temporal_downsample_factors.size()));
+  if (in_channels < 1 || in_channels > 64) return invalid_argument("in_channels must be in [1, 64]");
+  if (layers_per_block < 1 || layers_per_block > 64) return invalid_argument("layers_per_block must be in [1, 64]");
+  if (norm_num_groups < 1) return invalid_argument("norm_num_groups must be positive");
+  for (int64_t ch : block_out_channels)
+    if (ch % norm_num_groups != 0)
+      return invalid_argument("every block_out_channels entry must be a multiple of norm_num_groups (" +
+                              std::to_string(norm_num_groups) + "), got " + std::to_string(ch));
+  if (!(norm_eps > 0)) return invalid_argument("norm_eps must be > 0");
+  for (size_t i = 0; i < levels; ++i)
+    if (spatial_downsample_factors[i] > 2 || (spatial_downsample_factors[i] == 1 && temporal_downsample_factors[i] > 1))
+      return unsupported("encoder level " + std::to_string(i) + " has factors (spatial " +
+                         std::to_string(spatial_downsample_factors[i]) + ", temporal " +
+                         std::to_string(temporal_downsample_factors[i]) +
+                         "): the encoder implements spatial factors 1 and 2, and temporal ones only with spatial 2 "
+                         "(a downsampler without spatial stride would shrink the frame, as the reference's does)");
+  if (spatial_padding_mode != "reflect")
+    return unsupported("spatial_padding_mode '" + spatial_padding_mode +
+                       "': the encoder implements the released model's 'reflect' only");
   return Status::ok();
 }
 

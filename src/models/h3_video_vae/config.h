@@ -1,6 +1,6 @@
 // MiniMax-H3 video VAE hyper-parameters, read from the diffusers `vae/config.json`
-// (AutoencoderKLMiniMaxH3). Only what the decoder needs is kept; the encoder's fields are accepted
-// and ignored. Defaults are the released model's values.
+// (AutoencoderKLMiniMaxH3): the ViT decoder's and the causal 3-D CNN encoder's fields. Defaults are
+// the released model's values.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,17 @@ struct VideoVaeConfig {
   std::vector<float> latents_mean = std::vector<float>(24, 0.0f);
   std::vector<float> latents_std = std::vector<float>(24, 1.0f);
 
+  // Encoder (MiniMaxH3VideoEncoder3d): one level per block_out_channels entry, each with
+  // layers_per_block resnets and, when its factors multiply past 1, a strided downsampler.
+  int64_t in_channels = 3;
+  std::vector<int64_t> block_out_channels = {128, 256, 256, 512, 512, 1024};
+  int64_t layers_per_block = 2;
+  std::vector<int64_t> spatial_downsample_factors = {2, 2, 2, 2, 1, 1};   // per level
+  std::vector<int64_t> temporal_downsample_factors = {1, 2, 2, 1, 1, 1};  // per level
+  int64_t norm_num_groups = 32;
+  double norm_eps = 1e-6;
+  std::string spatial_padding_mode = "reflect";  // the only mode the encoder implements
+
   int64_t dim() const { return decoder_num_attention_heads * decoder_attention_head_dim; }
   int64_t ffn_inner() const { return dim() * decoder_ffn_mult; }
   // Channels of each head that RoPE rotates: int(head_dim * ratio), 3 axes x rotate-half pairs.
@@ -49,6 +60,9 @@ struct VideoVaeConfig {
   int64_t window_frames() const { return window_latents() * temporal_ratio; }
 
   Status validate() const;
+  // The encoder's own fields (validate() checks only the decoder's, so a decode-only config with
+  // odd encoder fields still loads); the encoder's loader runs both.
+  Status validate_encoder() const;
   std::string summary() const;
 
   // Reads the fields present in `json`; absent ones keep their defaults.
