@@ -1,0 +1,90 @@
+// Reading a user's reference media (ref2va / fl2va): images, videos with their soundtrack, audio
+// clips, decoded through FFmpeg's libraries into plain host buffers. Safe to include in any build:
+// without FFmpeg's libraries every reader returns `unsupported` and media_input_supported() says
+// false (src/io/media_in_unavailable.cpp).
+//
+// What the readers reproduce is diffusers' MiniMax-H3 pipeline (../shared/docs/REF2VA.md §1.1, §2.1,
+// §3.1): PIL's `exif_transpose` + `convert("RGB")` for images, PyAV's decode of all frames of the
+// first video stream for videos, PyAV's `AudioResampler(format="fltp")` (native rate and channels)
+// for audio. Lossless sources (PNG, lossless WebP, WAV, FLAC) give PIL's / PyAV's values exactly;
+// lossy images differ by the decoder's rounding (see image_reader.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "io/video_frames.h"
+
+namespace orochi::io {
+
+// The largest image we decode, in pixels: Pillow's decompression-bomb limit (2 * MAX_IMAGE_PIXELS =
+// 178,956,970), above which PIL, and so the reference pipeline, refuses to open an image. It is
+// checked on the file's header, before anything is decoded. Video frames have the same limit.
+inline constexpr int64_t kMaxImagePixels = 178956970;
+// Files larger than this are refused before they are read (an image or audio clip is never near it).
+inline constexpr int64_t kMaxMediaFileBytes = int64_t{4} << 30;
+
+// An RGB picture, 8 bits per channel, uint8 [H, W, 3]: rows top to bottom, pixels left to right.
+struct RgbImage {
+  int64_t height = 0;
+  int64_t width = 0;
+  std::vector<uint8_t> rgb;  // [H, W, 3]
+
+  int64_t pixels() const { return height * width; }
+  const uint8_t* pixel(int64_t y, int64_t x) const { return rgb.data() + (y * width + x) * 3; }
+};
+
+// Float audio at the file's own rate and channel count, planar: f32 [C, N].
+struct DecodedAudio {
+  int sample_rate = 0;
+  Tensor samples;  // f32 [C, N]
+
+  int channels() const { return samples.defined() ? static_cast<int>(samples.dim(0)) : 0; }
+  int64_t sample_count() const { return samples.defined() ? samples.dim(1) : 0; }
+};
+
+struct DecodedVideo {
+  VideoFrames frames;                   // uint8 [F, H, W, 3], display orientation applied
+  double fps = 0;                       // the stream's average rate, else FFmpeg's guess (PyAV's
+                                        // `average_rate or guessed_rate`)
+  std::vector<double> timestamps;       // [F] each frame's presentation time in seconds (from 0 at the
+                                        // stream's start time)
+  int rotation_quarter_turns = 0;       // counter-clockwise quarter turns undone (display matrix)
+  bool has_soundtrack = false;
+  DecodedAudio soundtrack;              // the first audio stream, when has_soundtrack
+};
+
+struct VideoReadOptions {
+  // Stop after this many frames (<= 0: all). The pipeline never needs more than the target's
+  // frame count at 24 fps, converted back to the source's rate.
+  int64_t max_frames = 0;
+  // Refuse a video whose decoded frames would need more than this many bytes of RGB (<= 0: no cap).
+  int64_t max_rgb_bytes = int64_t{16} << 30;
+  bool read_soundtrack = true;
+};
+
+// True when this build reads media files (it was built with FFmpeg's libraries).
+bool media_input_supported();
+
+// JPEG, PNG, WebP, BMP, GIF (first frame) and whatever else libavcodec decodes as a still image.
+// EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is applied; gray, gray+alpha, palette and RGBA
+// are converted as PIL's convert("RGB") does (alpha dropped, not composited; 16-bit RGB keeps the
+// high byte, 16-bit gray clips to 255 as PIL's I;16 -> RGB does).
+// Errors: not_found (no file), corrupt_file (empty, truncated, not an image), invalid_argument (more
+// than kMaxImagePixels), unsupported (no decoder, or a build without FFmpeg).
+Expected<RgbImage> read_image(const std::string& path);
+
+// All frames of the first video stream, as RGB, with timestamps and the soundtrack (the first audio
+// stream, decoded as read_audio does). The display-matrix rotation is snapped to quarter turns and
+// undone; the sample aspect ratio is ignored (as the reference pipeline does).
+Expected<DecodedVideo> read_video(const std::string& path, const VideoReadOptions& options = {});
+
+// The first audio stream of any file FFmpeg reads (WAV, FLAC, MP3, AAC/M4A, Ogg Vorbis/Opus, a video's
+// soundtrack) as float [C, N] at the native rate and channel count. Integer formats convert as
+// FFmpeg's resampler does (s16 / 32768).
+Expected<DecodedAudio> read_audio(const std::string& path);
+
+}  // namespace orochi::io

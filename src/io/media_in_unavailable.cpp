@@ -1,0 +1,32 @@
+// media_input_supported() for every build, and the readers for a build without FFmpeg's libraries
+// (with them, src/io/ffmpeg/{image,video,audio}_reader.cpp define them instead).
+#include "io/media_in.h"
+
+namespace orochi::io {
+
+bool media_input_supported() {
+#ifdef OROCHI_WITH_FFMPEG
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifndef OROCHI_WITH_FFMPEG
+namespace {
+
+Status no_ffmpeg(const std::string& path) {
+  return unsupported("cannot read " + path +
+                     ": Orochi was built without FFmpeg's libraries, which decode reference media; install "
+                     "libavformat-dev, libavcodec-dev, libavutil-dev, libswscale-dev and libswresample-dev and "
+                     "rebuild (scripts/install_deps.sh does), or run the reference steps on a build that has them");
+}
+
+}  // namespace
+
+Expected<RgbImage> read_image(const std::string& path) { return no_ffmpeg(path); }
+Expected<DecodedVideo> read_video(const std::string& path, const VideoReadOptions&) { return no_ffmpeg(path); }
+Expected<DecodedAudio> read_audio(const std::string& path) { return no_ffmpeg(path); }
+#endif
+
+}  // namespace orochi::io
