@@ -1,0 +1,202 @@
+// The video VAE encoder's CUDA ops: checks, the kernels in kernels/vae_encoder.cu, and cuDNN's
+// convolution (legacy Nd API).
+#include "backends/cuda/ops_conv3d.h"
+
+#include <cudnn.h>
+
+#include <array>
+#include <string>
+
+#include "backends/cuda/device_memory.h"
+#include "backends/cuda/kernels/vae_encoder.h"
+#include "backends/cuda/op_checks.h"
+
+namespace orochi::cuda {
+namespace {
+
+float* f32_data(const Tensor& t) { return static_cast<float*>(t.raw_data()); }
+
+Status cudnn_check(cudnnStatus_t status, const char* what) {
+  if (status == CUDNN_STATUS_SUCCESS) return Status::ok();
+  return Status(ErrorCode::kIo, std::string(what) + " failed: " + cudnnGetErrorString(status));
+}
+
+void require_video(const Tensor& t, const char* what) {
+  detail::require_cuda(t, DType::kF32, what);
+  OROCHI_CHECK(t.ndim() == 4, what, " must be [C, T, H, W], got ", t.describe());
+}
+
+}  // namespace
+
+Status encoder_pad(const Tensor& x, int64_t front_t, int64_t top, int64_t bottom, int64_t left, int64_t right,
+                   const Tensor& out, cudaStream_t stream) {
+  require_video(x, "encoder_pad input");
+  require_video(out, "encoder_pad output");
+  const int64_t C = x.dim(0), T = x.dim(1), H = x.dim(2), W = x.dim(3);
+  OROCHI_CHECK(front_t >= 0 && top >= 0 && bottom >= 0 && left >= 0 && right >= 0 && top < H && bottom < H &&
+                   left < W && right < W,
+               "encoder_pad: pads must be >= 0 and below the side, got ", top, "/", bottom, "/", left, "/", right,
+               " for ", x.describe());
+  OROCHI_CHECK(out.shape() == (Shape{C, T + front_t, H + top + bottom, W + left + right}), "encoder_pad: output ",
+               out.describe(), " for input ", x.describe());
+  detail::require_same_device(x, out, "encoder_pad");
+  return detail::launch_status(kernels::launch_encoder_pad(f32_data(x), f32_data(out), C, T, H, W, front_t, top,
+                                                           bottom, left, right, stream),
+                               "encoder_pad kernel");
+}
+
+Status group_norm_frames(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t groups, float eps,
+                         bool silu, const Tensor& out, cudaStream_t stream) {
+  require_video(x, "group_norm_frames input");
+  const int64_t C = x.dim(0);
+  detail::require_cuda(weight, DType::kF32, "group_norm_frames weight");
+  detail::require_cuda(bias, DType::kF32, "group_norm_frames bias");
+  OROCHI_CHECK(groups >= 1 && C % groups == 0 && weight.numel() == C && bias.numel() == C, "group_norm_frames: ", C,
+               " channels, ", groups, " groups, weight ", weight.describe(), ", bias ", bias.describe());
+  detail::require_cuda(out, DType::kF32, "group_norm_frames output");
+  OROCHI_CHECK(out.shape() == x.shape(), "group_norm_frames: output ", out.describe(), " for ", x.describe());
+  detail::require_same_device(x, out, "group_norm_frames");
+  return detail::launch_status(
+      kernels::launch_group_norm_frames(f32_data(x), f32_data(weight), f32_data(bias), f32_data(out), C, x.dim(1),
+                                        x.dim(2) * x.dim(3), groups, eps, silu, stream),
+      "group_norm_frames kernel");
+}
+
+Status add_into(const Tensor& acc, const Tensor& y, cudaStream_t stream) {
+  detail::require_cuda(acc, DType::kF32, "add_into accumulator");
+  detail::require_cuda(y, DType::kF32, "add_into addend");
+  OROCHI_CHECK(acc.shape() == y.shape(), "add_into: ", acc.describe(), " += ", y.describe());
+  detail::require_same_device(acc, y, "add_into");
+  return detail::launch_status(kernels::launch_add_into(f32_data(acc), f32_data(y), acc.numel(), stream),
+                               "add_into kernel");
+}
+
+struct Conv3dRunner::Descriptors {
+  cudnnHandle_t handle = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ~Descriptors() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (bias) cudnnDestroyTensorDescriptor(bias);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (handle) cudnnDestroy(handle);
+  }
+};
+
+Expected<std::unique_ptr<Conv3dRunner>> Conv3dRunner::create(cudaStream_t stream, ConvMath math) {
+  std::unique_ptr<Conv3dRunner> r(new Conv3dRunner());
+  r->math_ = math;
+  r->d_ = std::make_unique<Descriptors>();
+  Descriptors& d = *r->d_;
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnCreate(&d.handle), "cudnnCreate"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnSetStream(d.handle, stream), "cudnnSetStream"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnCreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnCreateTensorDescriptor(&d.bias), "cudnnCreateTensorDescriptor"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnCreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnCreateConvolutionDescriptor(&d.conv), "cudnnCreateConvolutionDescriptor"));
+  return r;
+}
+
+Conv3dRunner::~Conv3dRunner() = default;
+
+Status Conv3dRunner::forward(const Tensor& x, const Tensor& w, const Tensor& bias, int64_t stride_t, int64_t stride_hw,
+                             const Tensor& y, DeviceArena& scratch) {
+  require_video(x, "conv3d input");
+  require_video(y, "conv3d output");
+  detail::require_cuda(w, DType::kF32, "conv3d weight");
+  OROCHI_CHECK(w.ndim() == 5 && w.dim(1) == x.dim(0), "conv3d: weight ", w.describe(), " for input ", x.describe());
+  const int64_t Cout = w.dim(0);
+  const int64_t To = (x.dim(1) - w.dim(2)) / stride_t + 1, Ho = (x.dim(2) - w.dim(3)) / stride_hw + 1,
+                Wo = (x.dim(3) - w.dim(4)) / stride_hw + 1;
+  OROCHI_CHECK(x.dim(1) >= w.dim(2) && x.dim(2) >= w.dim(3) && x.dim(3) >= w.dim(4) &&
+                   y.shape() == (Shape{Cout, To, Ho, Wo}),
+               "conv3d: output ", y.describe(), " for input ", x.describe(), ", weight ", w.describe(), ", strides ",
+               stride_t, "/", stride_hw);
+  if (bias.defined()) {
+    detail::require_cuda(bias, DType::kF32, "conv3d bias");
+    OROCHI_CHECK(bias.numel() == Cout, "conv3d bias ", bias.describe(), " for ", Cout, " outputs");
+  }
+  detail::require_same_device(x, y, "conv3d");
+  Descriptors& d = *d_;
+  auto dims5 = [](const Tensor& t) {
+    return std::array<int, 5>{1, static_cast<int>(t.dim(0)), static_cast<int>(t.dim(1)), static_cast<int>(t.dim(2)),
+                              static_cast<int>(t.dim(3))};
+  };
+  auto strides5 = [](const std::array<int, 5>& dim) {
+    std::array<int, 5> s{};
+    s[4] = 1;
+    for (int i = 3; i >= 0; --i) s[i] = s[i + 1] * dim[i + 1];
+    return s;
+  };
+  OROCHI_CHECK(x.numel() < (int64_t{1} << 31) && y.numel() < (int64_t{1} << 31),
+               "conv3d: tensors past 2^31 elements: tile the input");
+  const std::array<int, 5> xd = dims5(x), yd = dims5(y);
+  const std::array<int, 5> xs = strides5(xd), ys = strides5(yd);
+  const int wd[5] = {static_cast<int>(Cout), static_cast<int>(w.dim(1)), static_cast<int>(w.dim(2)),
+                     static_cast<int>(w.dim(3)), static_cast<int>(w.dim(4))};
+  const int pads[3] = {0, 0, 0}, strides[3] = {static_cast<int>(stride_t), static_cast<int>(stride_hw),
+                                               static_cast<int>(stride_hw)},
+            dil[3] = {1, 1, 1};
+  OROCHI_RETURN_IF_ERROR(
+      cudnn_check(cudnnSetTensorNdDescriptor(d.x, CUDNN_DATA_FLOAT, 5, xd.data(), xs.data()), "conv3d input desc"));
+  OROCHI_RETURN_IF_ERROR(
+      cudnn_check(cudnnSetTensorNdDescriptor(d.y, CUDNN_DATA_FLOAT, 5, yd.data(), ys.data()), "conv3d output desc"));
+  OROCHI_RETURN_IF_ERROR(
+      cudnn_check(cudnnSetFilterNdDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 5, wd), "conv3d filter desc"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnSetConvolutionNdDescriptor(d.conv, 3, pads, strides, dil,
+                                                                     CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                                     "conv3d convolution desc"));
+  // TF32 tensor cores as torch's default cudnn.allow_tf32 = True allows them, or plain fp32 FMAs.
+  OROCHI_RETURN_IF_ERROR(cudnn_check(
+      cudnnSetConvolutionMathType(d.conv, math_ == ConvMath::kTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
+      "cudnnSetConvolutionMathType"));
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
+                                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found,
+                                                                            perf),
+                                     "conv3d heuristics"));
+  // The first usable algorithm that keeps the math type asked for and whose workspace fits the
+  // scratch arena. kF32 means the reference's plain fp32 arithmetic: FMA math and a GEMM-form
+  // algorithm (FFT and Winograd transforms change the rounding far beyond summation order).
+  auto plain_fp32 = [](const cudnnConvolutionFwdAlgoPerf_t& p) {
+    return p.mathType == CUDNN_FMA_MATH && (p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+                                            p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+                                            p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+  };
+  int pick = -1;
+  for (int i = 0; i < found && pick < 0; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && (math_ == ConvMath::kTf32 || plain_fp32(perf[i])) &&
+        perf[i].memory + DeviceArena::kAlignment <= scratch.available())
+      pick = i;
+  if (pick < 0) return Status(ErrorCode::kUnsupported, "cuDNN offers no fp32 algorithm for conv3d of " +
+                                                           x.describe() + " with " + w.describe());
+  const size_t mark = scratch.mark();
+  void* workspace = nullptr;
+  if (perf[pick].memory > 0) {
+    Expected<void*> ws = scratch.allocate(perf[pick].memory);
+    if (!ws) return ws.status().with_context("conv3d workspace");
+    workspace = *ws;
+  }
+  const float one = 1.0f, zero = 0.0f;
+  Status s = cudnn_check(cudnnConvolutionForward(d.handle, &one, d.x, x.raw_data(), d.w, w.raw_data(), d.conv,
+                                                 perf[pick].algo, workspace, perf[pick].memory, &zero, d.y,
+                                                 y.raw_data()),
+                         "cudnnConvolutionForward");
+  if (s.is_ok() && bias.defined()) {
+    const int bd[5] = {1, static_cast<int>(Cout), 1, 1, 1}, bs[5] = {static_cast<int>(Cout), 1, 1, 1, 1};
+    s = cudnn_check(cudnnSetTensorNdDescriptor(d.bias, CUDNN_DATA_FLOAT, 5, bd, bs), "conv3d bias desc");
+    if (s.is_ok())
+      s = cudnn_check(cudnnAddTensor(d.handle, &one, d.bias, bias.raw_data(), &one, d.y, y.raw_data()),
+                      "cudnnAddTensor (conv3d bias)");
+  }
+  // The workspace may be reused by the next call's enqueued work only: the stream orders them.
+  scratch.reset(mark);
+  return s;
+}
+
+}  // namespace orochi::cuda

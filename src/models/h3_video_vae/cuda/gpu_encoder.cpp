@@ -1,0 +1,297 @@
+#include "models/h3_video_vae/cuda/gpu_encoder.h"
+
+#include <algorithm>
+#include <map>
+
+#include "backends/cuda/cuda_check.h"
+#include "models/h3_video_vae/encoder_posterior.h"
+
+namespace orochi::h3vae::gpu {
+namespace {
+
+// The largest activation (padded copies included) a tile of T x H x W frames goes through, in floats.
+int64_t tile_max_elems(const VideoVaeConfig& c, int64_t T, int64_t H, int64_t W) {
+  int64_t most = 0;
+  auto track = [&](int64_t ch, int64_t t, int64_t h, int64_t w) { most = std::max(most, ch * t * h * w); };
+  int64_t C = c.in_channels;
+  track(C, T + 2, H + 2, W + 2);  // conv_in's padded input
+  C = c.block_out_channels[0];
+  track(C, T, H, W);
+  for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
+    const int64_t out = c.block_out_channels[i];
+    for (int64_t j = 0; j < c.layers_per_block; ++j) {
+      track(C, T + 2, H + 2, W + 2);    // the first conv's padded input
+      track(out, T + 2, H + 2, W + 2);  // the second's
+      track(out, T, H, W);
+      C = out;
+    }
+    const int64_t sf = c.spatial_downsample_factors[i], tf = c.temporal_downsample_factors[i];
+    if (sf * tf > 1) {
+      const int64_t extra = sf == 2 ? 1 : 0;
+      track(C, T + 2, H + extra, W + extra);
+      T = (T + 2 - 3) / tf + 1;
+      H = (H + extra - 3) / sf + 1;
+      W = (W + extra - 3) / sf + 1;
+      track(C, T, H, W);
+    }
+  }
+  track(C, T + 2, H + 2, W + 2);  // conv_out's padded input
+  track(2 * c.latent_channels, T, H, W);
+  return most;
+}
+
+constexpr int kBuffers = 5;  // state, normed / shortcut, conv output, padded copy, one spare
+constexpr size_t kAlign = cuda::DeviceArena::kAlignment;
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// cuDNN's 3-D algorithms want workspace; the allowance scales with the activations, within [64 MiB, 2 GiB].
+size_t workspace_allowance(int64_t max_elems) {
+  return std::clamp<size_t>(static_cast<size_t>(max_elems) * 4 * 2, size_t{64} << 20, size_t{2} << 30);
+}
+
+// Every parameter, plus the last temporal tap of every 3x3x3 kernel (single frames use only that one).
+size_t weight_arena_bytes(const VideoVaeConfig& config) {
+  size_t bytes = 1 << 20;
+  for (const ParamSpec& s : encoder_parameters(config)) {
+    const size_t n = static_cast<size_t>(shape_numel(s.shape));
+    bytes += aligned(n * 4);
+    if (s.shape.size() == 5 && s.shape[2] == 3) bytes += aligned(n / 3 * 4);
+  }
+  return bytes;
+}
+
+// w[:, :, kt − 1] of a host kernel [Cout, Cin, kt, kh, kw] as [Cout, Cin, 1, kh, kw].
+Tensor last_temporal_tap(const Tensor& w) {
+  const int64_t outer = w.dim(0) * w.dim(1), kt = w.dim(2), plane = w.dim(3) * w.dim(4);
+  Tensor t = Tensor::uninitialized({w.dim(0), w.dim(1), 1, w.dim(3), w.dim(4)}, DType::kF32);
+  const Tensor src = w.contiguous().to(DType::kF32);
+  for (int64_t i = 0; i < outer; ++i)
+    std::copy_n(src.data<float>() + (i * kt + kt - 1) * plane, plane, t.data<float>() + i * plane);
+  return t;
+}
+
+}  // namespace
+
+// The device copy of the weights has the host struct's layout, with CUDA tensors. A single frame
+// sees two causal zero frames and itself, so a 3x3x3 conv of it is exactly the 1x3x3 conv with the
+// last temporal tap (REF2VA.md §1.3): those taps are kept too, keyed by the full kernel's address,
+// and the image path runs a third of the multiply-adds.
+struct GpuVideoEncoder::DeviceWeights : EncoderWeights {
+  std::map<const void*, Tensor> last_tap;
+};
+
+struct GpuVideoEncoder::Buffers {
+  void* region[kBuffers] = {};
+  int64_t elems = 0;  // floats per region
+};
+
+Expected<EncoderTileShape> max_tile_shape(const VideoVaeConfig& config, const EncodeOptions& options, int64_t frames,
+                                          int64_t height, int64_t width) {
+  OROCHI_RETURN_IF_ERROR(config.validate_encoder());
+  OROCHI_RETURN_IF_ERROR(options.validate(config));
+  if (frames < 1 || height < 1 || width < 1 || height % config.spatial_ratio != 0 || width % config.spatial_ratio != 0)
+    return invalid_argument("max_tile_shape: " + std::to_string(frames) + " frames of " + std::to_string(width) +
+                            "x" + std::to_string(height) + " px: need >= 1 frame and sides multiple of " +
+                            std::to_string(config.spatial_ratio));
+  const TilePlan plan = options.plan(config, height, width);
+  return EncoderTileShape{frames == 1 ? 1 : config.clip_length, plan.rows.lengths[0], plan.cols.lengths[0]};
+}
+
+size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile) {
+  const int64_t elems = tile_max_elems(config, tile.frames, tile.height, tile.width);
+  return kBuffers * aligned(static_cast<size_t>(elems) * 4) + workspace_allowance(elems) + 4 * kAlign;
+}
+
+Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVaeConfig& config, int device,
+                                                                   const EncoderTileShape& max_tile, cuda::ConvMath math) {
+  OROCHI_RETURN_IF_ERROR(config.validate().with_context("video VAE config"));
+  OROCHI_RETURN_IF_ERROR(config.validate_encoder().with_context("video VAE config"));
+  if (max_tile.frames < 1 || max_tile.height < 1 || max_tile.width < 1 || max_tile.frames > config.clip_length)
+    return invalid_argument("GpuVideoEncoder: a tile shape of " + std::to_string(max_tile.frames) + " x " +
+                            std::to_string(max_tile.height) + " x " + std::to_string(max_tile.width) +
+                            " is not one the encoder meets (use max_tile_shape())");
+  std::unique_ptr<GpuVideoEncoder> e(new GpuVideoEncoder());
+  e->config_ = config;
+  e->device_ = device;
+  e->max_tile_ = max_tile;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
+  OROCHI_ASSIGN_OR_RETURN(e->conv_, cuda::Conv3dRunner::create(e->stream_, math));
+  OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
+                          cuda::DeviceArena::create(device, weight_arena_bytes(config), "video VAE encoder weights"));
+  OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
+                          cuda::DeviceArena::create(device, encoder_activation_bytes(config, max_tile),
+                                                    "video VAE encoder tile activations"));
+  e->buf_ = std::make_unique<Buffers>();
+  e->buf_->elems = tile_max_elems(config, max_tile.frames, max_tile.height, max_tile.width);
+  for (void*& r : e->buf_->region) {
+    OROCHI_ASSIGN_OR_RETURN(r, e->activation_arena_->allocate(static_cast<size_t>(e->buf_->elems) * 4));
+  }
+  return e;
+}
+
+GpuVideoEncoder::~GpuVideoEncoder() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  conv_.reset();  // the cuDNN handle is bound to the stream
+  weights_.reset();
+  buf_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Status GpuVideoEncoder::upload(const EncoderWeights& host) {
+  if (encoder_parameters(host.config).size() != encoder_parameters(config_).size() ||
+      host.config.block_out_channels != config_.block_out_channels ||
+      host.config.latent_channels != config_.latent_channels || host.config.layers_per_block != config_.layers_per_block)
+    return invalid_argument("these encoder weights are for another config than the GpuVideoEncoder was created for (" +
+                            config_.summary() + "): create it with the weights' config");
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  weight_arena_->reset(0);
+  auto w = std::make_unique<DeviceWeights>();
+  static_cast<EncoderWeights&>(*w) = host;  // the layout; every tensor is replaced by its device copy below
+  auto put = [&](Tensor& t) -> Status {
+    if (!t.defined()) return Status::ok();
+    OROCHI_ASSIGN_OR_RETURN(t, cuda::upload(t, *weight_arena_, DType::kF32, stream_));
+    return Status::ok();
+  };
+  auto put_conv = [&](Conv3dWeights& c) -> Status {
+    if (c.weight.defined() && c.weight.dim(2) == 3) {
+      Tensor tap = last_temporal_tap(c.weight);
+      OROCHI_RETURN_IF_ERROR(put(tap));
+      OROCHI_RETURN_IF_ERROR(put(c.weight));
+      w->last_tap[c.weight.raw_data()] = tap;
+    } else {
+      OROCHI_RETURN_IF_ERROR(put(c.weight));
+    }
+    return put(c.bias);
+  };
+  auto put_norm = [&](GroupNormWeights& n) -> Status {
+    OROCHI_RETURN_IF_ERROR(put(n.weight));
+    return put(n.bias);
+  };
+  OROCHI_RETURN_IF_ERROR(put_conv(w->conv_in));
+  for (EncoderLevelWeights& level : w->levels) {
+    for (EncoderResnetWeights& r : level.resnets) {
+      OROCHI_RETURN_IF_ERROR(put_norm(r.norm1));
+      OROCHI_RETURN_IF_ERROR(put_conv(r.conv1));
+      OROCHI_RETURN_IF_ERROR(put_norm(r.norm2));
+      OROCHI_RETURN_IF_ERROR(put_conv(r.conv2));
+      OROCHI_RETURN_IF_ERROR(put_conv(r.shortcut));
+    }
+    OROCHI_RETURN_IF_ERROR(put_conv(level.downsample));
+  }
+  OROCHI_RETURN_IF_ERROR(put_norm(w->norm_out));
+  OROCHI_RETURN_IF_ERROR(put_conv(w->conv_out));
+  OROCHI_RETURN_IF_ERROR(put_conv(w->quant_conv));
+  weights_ = std::move(w);
+  has_weights_ = true;
+  return Status::ok();
+}
+
+Status GpuVideoEncoder::conv(const Conv3dWeights& c, const Tensor& x, int64_t stride_t, int64_t stride_s,
+                             const Tensor& y) {
+  return conv_->forward(x, c.weight, c.bias, stride_t, stride_s, y, *activation_arena_);
+}
+
+namespace {
+
+// A CUDA f32 view of `shape` over device memory the arena owns.
+Tensor device_view(void* p, const Shape& shape, int device, const std::shared_ptr<cuda::DeviceArena>& owner) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * 4;
+  return Tensor::from_buffer(Buffer::wrap(p, bytes, owner, Device{DeviceKind::kCUDA, device}), 0, shape, DType::kF32);
+}
+
+}  // namespace
+
+Expected<Tensor> GpuVideoEncoder::padded_conv(const Conv3dWeights& c, const Tensor& x, int64_t front, int64_t top,
+                                              int64_t bottom, int64_t left, int64_t right, int64_t stride_t,
+                                              int64_t stride_s, void* out) {
+  const int64_t C = x.dim(0), T = x.dim(1), H = x.dim(2), W = x.dim(3);
+  Conv3dWeights kernel = c;
+  if (T == 1 && front == 2 && c.weight.dim(2) == 3) {  // [0, 0, x]: only the last temporal tap sees data
+    kernel.weight = weights_->last_tap.at(c.weight.raw_data());
+    front = 0;
+  }
+  const Shape padded_shape = {C, T + front, H + top + bottom, W + left + right};
+  Tensor padded = x;
+  if (front + top + bottom + left + right > 0) {
+    padded = device_view(buf_->region[3], padded_shape, device_, activation_arena_);
+    OROCHI_RETURN_IF_ERROR(cuda::encoder_pad(x, front, top, bottom, left, right, padded, stream_));
+  }
+  const int64_t kt = kernel.weight.dim(2), kh = kernel.weight.dim(3), kw = kernel.weight.dim(4);
+  const Shape out_shape = {kernel.weight.dim(0), (padded_shape[1] - kt) / stride_t + 1, (padded_shape[2] - kh) / stride_s + 1,
+                           (padded_shape[3] - kw) / stride_s + 1};
+  Tensor y = device_view(out, out_shape, device_, activation_arena_);
+  OROCHI_RETURN_IF_ERROR(conv(kernel, padded, stride_t, stride_s, y));
+  return y;
+}
+
+Expected<Tensor> GpuVideoEncoder::norm(const GroupNormWeights& n, const Tensor& x, bool silu, void* out) {
+  Tensor y = device_view(out, x.shape(), device_, activation_arena_);
+  OROCHI_RETURN_IF_ERROR(cuda::group_norm_frames(x, n.weight, n.bias, config_.norm_num_groups,
+                                                 static_cast<float>(config_.norm_eps), silu, y, stream_));
+  return y;
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_tile(const Tensor& x) {
+  if (!has_weights_) return invalid_argument("GpuVideoEncoder: upload() the weights before encoding");
+  if (!x.defined() || x.dtype() != DType::kF32 || x.ndim() != 4 || x.dim(0) != config_.in_channels)
+    return invalid_argument("GpuVideoEncoder::encode_tile takes host f32 [3, T, h, w], got " +
+                            (x.defined() ? x.describe() : std::string("nothing")));
+  if (x.dim(1) > max_tile_.frames || tile_max_elems(config_, x.dim(1), x.dim(2), x.dim(3)) > buf_->elems)
+    return invalid_argument("a tile " + x.describe() + " is larger than this GpuVideoEncoder was created for (" +
+                            std::to_string(max_tile_.frames) + " x " + std::to_string(max_tile_.height) + " x " +
+                            std::to_string(max_tile_.width) + "): create it with max_tile_shape() of the input");
+  OROCHI_RETURN_IF_ERROR(check_frame_size(config_, x.dim(2), x.dim(3)));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  const EncoderWeights& w = *weights_;
+  void** r = buf_->region;
+  // Buffers: r[0] the state h, r[1] normed / shortcut, r[2] conv output, r[3] padded copies.
+  Tensor input = device_view(r[1], x.shape(), device_, activation_arena_);
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(x.contiguous(), input, stream_));
+  OROCHI_ASSIGN_OR_RETURN(Tensor h, padded_conv(w.conv_in, input, 2, 1, 1, 1, 1, 1, 1, r[0]));  // [C0, T, H, W]
+  for (const EncoderLevelWeights& level : w.levels) {
+    for (const EncoderResnetWeights& res : level.resnets) {
+      OROCHI_ASSIGN_OR_RETURN(Tensor n1, norm(res.norm1, h, true, r[1]));
+      OROCHI_ASSIGN_OR_RETURN(Tensor c1, padded_conv(res.conv1, n1, 2, 1, 1, 1, 1, 1, 1, r[2]));
+      OROCHI_ASSIGN_OR_RETURN(Tensor n2, norm(res.norm2, c1, true, r[1]));
+      OROCHI_ASSIGN_OR_RETURN(Tensor c2, padded_conv(res.conv2, n2, 2, 1, 1, 1, 1, 1, 1, r[2]));  // [Cout, T, H, W]
+      if (res.shortcut.weight.defined()) {
+        OROCHI_ASSIGN_OR_RETURN(Tensor sc, padded_conv(res.shortcut, h, 0, 0, 0, 0, 0, 1, 1, r[1]));
+        OROCHI_RETURN_IF_ERROR(cuda::add_into(sc, c2, stream_));  // shortcut(x) + h
+        std::swap(r[0], r[1]);
+        h = sc;
+      } else {
+        OROCHI_RETURN_IF_ERROR(cuda::add_into(h, c2, stream_));  // x + h
+      }
+    }
+    if (level.has_downsample()) {
+      // A stride-2 level reflect-pads one pixel at the bottom and right; the conv has no spatial padding.
+      const int64_t extra = level.spatial_stride == 2 ? 1 : 0;
+      OROCHI_ASSIGN_OR_RETURN(Tensor d, padded_conv(level.downsample, h, 2, 0, extra, 0, extra, level.temporal_stride,
+                                                    level.spatial_stride, r[2]));
+      std::swap(r[0], r[2]);
+      h = d;
+    }
+  }
+  OROCHI_ASSIGN_OR_RETURN(Tensor n, norm(w.norm_out, h, true, r[1]));
+  OROCHI_ASSIGN_OR_RETURN(Tensor out, padded_conv(w.conv_out, n, 2, 1, 1, 1, 1, 1, 1, r[2]));  // [2L, T', h, w]
+  OROCHI_ASSIGN_OR_RETURN(Tensor moments, padded_conv(w.quant_conv, out, 0, 0, 0, 0, 0, 1, 1, r[0]));
+  return cuda::download(moments, stream_);
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_moments(const Tensor& x, const EncodeOptions& options) {
+  const TileEncoder gpu = [this](const Tensor& tile, const std::string&) { return encode_tile(tile); };
+  return encode_moments_with(config_, gpu, x, options);
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_condition(const Tensor& pixels_u8, const EncodeOptions& options,
+                                                   uint64_t seed) {
+  OROCHI_ASSIGN_OR_RETURN(Tensor pixels, normalize_pixels(pixels_u8));
+  OROCHI_ASSIGN_OR_RETURN(Tensor moments, encode_moments(pixels, options));
+  pixels = Tensor();
+  const Tensor noise = posterior_noise(moments.dim(0) / 2, moments.dim(1), moments.dim(2), moments.dim(3), seed);
+  return fp16_round_and_normalize(config_, sample_posterior(moments, noise));
+}
+
+}  // namespace orochi::h3vae::gpu

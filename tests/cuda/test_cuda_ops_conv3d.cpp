@@ -1,0 +1,117 @@
+// The video VAE encoder's CUDA ops (backends/cuda/ops_conv3d.h) vs the CPU ops of the same role
+// (backends/cpu/ops_conv3d.h) on random inputs: the padded copy (bit-exact), the per-frame GroupNorm
+// with and without SiLU, the residual add, and cuDNN's conv3d in fp32 (FMA math, tight) and in TF32
+// (the reference's default, loose). Skips without a GPU.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/ops_conv3d.h"
+#include "backends/cuda/ops_conv3d.h"
+#include "test_cuda_ops_support.h"
+
+namespace orochi {
+namespace {
+
+using namespace cuda_test;
+
+class EncoderGpuOps : public GpuTest {};
+
+// The CPU equivalent of encoder_pad: reflect H/W, then `front` zero frames.
+Tensor cpu_pad(const Tensor& x, int64_t front, int64_t top, int64_t bottom, int64_t left, int64_t right) {
+  Tensor r = cpu::reflect_pad_hw(x, top, bottom, left, right);
+  const int64_t C = r.dim(0), T = r.dim(1), plane = r.dim(2) * r.dim(3);
+  Tensor y = Tensor::empty({C, T + front, r.dim(2), r.dim(3)}, DType::kF32);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t t = 0; t < T; ++t)
+      std::copy_n(r.data<float>() + (c * T + t) * plane, plane, y.data<float>() + (c * (T + front) + front + t) * plane);
+  return y;
+}
+
+TEST_F(EncoderGpuOps, PadIsBitExact) {
+  struct Case {
+    Shape shape;
+    int64_t front, top, bottom, left, right;
+  };
+  for (const Case& c : {Case{{3, 1, 8, 6}, 2, 1, 1, 1, 1}, Case{{5, 17, 9, 12}, 2, 0, 1, 0, 1},
+                        Case{{2, 4, 2, 3}, 0, 1, 1, 1, 1}, Case{{4, 3, 5, 5}, 2, 0, 0, 0, 0}}) {
+    const size_t mark = arena().mark();
+    Tensor x = random_f32_values(c.shape);
+    const Tensor want = cpu_pad(x, c.front, c.top, c.bottom, c.left, c.right);
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kF32, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(want.shape(), DType::kF32));
+    ASSERT_STATUS_OK(poison(dy, stream()));
+    ASSERT_STATUS_OK(cuda::encoder_pad(dx, c.front, c.top, c.bottom, c.left, c.right, dy, stream()));
+    const Tensor got = to_host_f32(dy, stream());
+    check_case("encoder_pad", shape_to_string(c.shape), got, want, 0.0);
+    EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.nbytes()), 0);
+    arena().reset(mark);
+  }
+}
+
+TEST_F(EncoderGpuOps, GroupNormPerFrameWithAndWithoutSilu) {
+  for (const auto& [shape, groups] : std::vector<std::pair<Shape, int64_t>>{
+           {{8, 1, 6, 5}, 4}, {{16, 17, 9, 7}, 8}, {{128, 3, 64, 64}, 32}, {{32, 2, 1, 1}, 32}}) {
+    const size_t mark = arena().mark();
+    Tensor x = random_f32_values(shape, 3.0f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] += 1.5f;  // a mean far from 0
+    Tensor w = random_f32_values({shape[0]}, 0.3f), b = random_f32_values({shape[0]}, 0.5f);
+    ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kF32, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kF32, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor db, cuda::upload(b, arena(), DType::kF32, stream()));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(shape, DType::kF32));
+    for (bool silu : {false, true}) {
+      ASSERT_STATUS_OK(poison(dy, stream()));
+      ASSERT_STATUS_OK(cuda::group_norm_frames(dx, dw, db, groups, 1e-6f, silu, dy, stream()));
+      const Tensor want = silu ? cpu::group_norm_silu_per_frame(x, w, b, groups, 1e-6f)
+                               : cpu::group_norm_per_frame(x, w, b, groups, 1e-6f);
+      check_case(silu ? "group_norm_silu" : "group_norm", shape_to_string(shape), to_host_f32(dy, stream()), want,
+                 1e-5);
+    }
+    arena().reset(mark);
+  }
+}
+
+TEST_F(EncoderGpuOps, AddInto) {
+  Tensor a = random_f32_values({4, 3, 5, 7}), b = random_f32_values({4, 3, 5, 7});
+  ASSERT_OK_AND_ASSIGN(Tensor da, cuda::upload(a, arena(), DType::kF32, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor db, cuda::upload(b, arena(), DType::kF32, stream()));
+  ASSERT_STATUS_OK(cuda::add_into(da, db, stream()));
+  Tensor want = a.clone();
+  for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += b.data<float>()[i];
+  check_case("add_into", "[4, 3, 5, 7]", to_host_f32(da, stream()), want, 0.0);
+}
+
+TEST_F(EncoderGpuOps, Conv3dMatchesTheCpuInFp32AndTf32) {
+  struct Case {
+    int64_t Cin, Cout, T, H, W, k, st, ss;
+  };
+  const std::vector<Case> cases = {{3, 8, 3, 10, 9, 3, 1, 1},    {8, 16, 19, 18, 14, 3, 1, 1},
+                                   {16, 16, 19, 17, 17, 3, 2, 2}, {8, 8, 3, 17, 9, 3, 1, 2},
+                                   {16, 8, 5, 4, 6, 1, 1, 1},     {64, 64, 7, 34, 34, 3, 1, 1}};
+  for (cuda::ConvMath math : {cuda::ConvMath::kF32, cuda::ConvMath::kTf32}) {
+    ASSERT_OK_AND_ASSIGN(auto runner, cuda::Conv3dRunner::create(stream(), math));
+    for (const Case& c : cases) {
+      const size_t mark = arena().mark();
+      Tensor x = random_f32_values({c.Cin, c.T, c.H, c.W});
+      Tensor w = random_f32_values({c.Cout, c.Cin, c.k, c.k, c.k}, 0.2f), b = random_f32_values({c.Cout});
+      cpu::Conv3dParams p;
+      p.stride_t = c.st, p.stride_h = c.ss, p.stride_w = c.ss;
+      const Tensor want = cpu::conv3d(x, w, &b, p);
+      ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kF32, stream()));
+      ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kF32, stream()));
+      ASSERT_OK_AND_ASSIGN(Tensor dbias, cuda::upload(b, arena(), DType::kF32, stream()));
+      ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(want.shape(), DType::kF32));
+      ASSERT_STATUS_OK(poison(dy, stream()));
+      ASSERT_STATUS_OK(runner->forward(dx, dw, dbias, c.st, c.ss, dy, arena()));
+      // fp32 FMAs: summation order only. TF32 rounds both operands to 10 mantissa bits (~5e-4 each).
+      check_case(math == cuda::ConvMath::kF32 ? "conv3d_fp32" : "conv3d_tf32", shape_to_string(x.shape()) + " k" +
+                     std::to_string(c.k) + " s" + std::to_string(c.st) + std::to_string(c.ss),
+                 to_host_f32(dy, stream()), want, math == cuda::ConvMath::kF32 ? 1e-5 : 3e-3);
+      arena().reset(mark);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace orochi
