@@ -1,5 +1,7 @@
 #include "models/qwen3vl/text_model.h"
 
+#include <algorithm>
+
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_llm.h"
 
@@ -57,7 +59,98 @@ void decoder_layer(Tensor& h, const TextLayerWeights& weights, const TextConfig&
   cpu::add_inplace(h, cpu::linear(act, w.down));                                   // [L, hidden]
 }
 
+// rows[i] of h [L, hidden] += add[i] ([V, hidden]), or = add[i] when `replace`.
+void scatter_rows(Tensor& h, const std::vector<int64_t>& rows, const Tensor& values, bool replace) {
+  const Tensor v = f32(values);
+  const int64_t C = h.dim(1);
+  float* dst = h.data<float>();
+  const float* src = v.data<float>();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    float* out = dst + rows[i] * C;
+    const float* in = src + static_cast<int64_t>(i) * C;
+    if (replace) std::copy(in, in + C, out);
+    else for (int64_t c = 0; c < C; ++c) out[c] += in[c];
+  }
+}
+
+Status check_features(const Tensor& t, int64_t rows, int64_t hidden, const std::string& what) {
+  if (!t.defined() || t.ndim() != 2 || t.dim(0) != rows || t.dim(1) != hidden || !dtype_is_float(t.dtype()))
+    return shape_mismatch(what + " must be float [" + std::to_string(rows) + ", " + std::to_string(hidden) +
+                          "] (one row per vision pad token), got " +
+                          (t.defined() ? t.describe() : std::string("nothing")));
+  return Status::ok();
+}
+
 }  // namespace
+
+Expected<VisionEmbeddings> vision_embeddings(const std::vector<MmTokenType>& types, int64_t hidden,
+                                             const Tensor& image_features,
+                                             const std::vector<Tensor>& image_deepstack,
+                                             const Tensor& video_features,
+                                             const std::vector<Tensor>& video_deepstack) {
+  std::vector<int64_t> image_rows, video_rows;
+  VisionEmbeddings out;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == MmTokenType::kText) continue;
+    (types[i] == MmTokenType::kImage ? image_rows : video_rows).push_back(static_cast<int64_t>(i));
+    out.rows.push_back(static_cast<int64_t>(i));
+  }
+  const int64_t NI = static_cast<int64_t>(image_rows.size()), NV = static_cast<int64_t>(video_rows.size());
+  const bool images = NI > 0, videos = NV > 0;
+  if (images) OROCHI_RETURN_IF_ERROR(check_features(image_features, NI, hidden, "the image features"));
+  if (videos) OROCHI_RETURN_IF_ERROR(check_features(video_features, NV, hidden, "the video features"));
+  if (!images && image_features.defined() && image_features.numel() > 0)
+    return shape_mismatch("image features were given but the sequence has no image pad token");
+  if (!videos && video_features.defined() && video_features.numel() > 0)
+    return shape_mismatch("video features were given but the sequence has no video pad token");
+  if (images && videos && image_deepstack.size() != video_deepstack.size())
+    return invalid_argument("the images have " + std::to_string(image_deepstack.size()) +
+                            " DeepStack features and the videos " + std::to_string(video_deepstack.size()) +
+                            "; one vision tower gives both the same number");
+  for (size_t k = 0; k < image_deepstack.size() && images; ++k)
+    OROCHI_RETURN_IF_ERROR(check_features(image_deepstack[k], NI, hidden, "image DeepStack feature " +
+                                                                              std::to_string(k)));
+  for (size_t k = 0; k < video_deepstack.size() && videos; ++k)
+    OROCHI_RETURN_IF_ERROR(check_features(video_deepstack[k], NV, hidden, "video DeepStack feature " +
+                                                                              std::to_string(k)));
+  const int64_t V = NI + NV;
+  if (V == 0) return out;
+
+  // Sequence order: the i-th image pad row takes image row i, the j-th video pad row video row j.
+  auto merge = [&](const Tensor& image, const Tensor& video) {
+    Tensor joint = Tensor::empty({V, hidden}, DType::kF32);  // [V, hidden]
+    const Tensor im = images ? f32(image) : Tensor(), vi = videos ? f32(video) : Tensor();
+    float* dst = joint.data<float>();
+    int64_t ii = 0, vv = 0;
+    for (int64_t r = 0; r < V; ++r) {
+      const bool is_image = types[static_cast<size_t>(out.rows[static_cast<size_t>(r)])] == MmTokenType::kImage;
+      const float* src = is_image ? im.data<float>() + (ii++) * hidden : vi.data<float>() + (vv++) * hidden;
+      std::copy(src, src + hidden, dst + r * hidden);
+    }
+    return joint;
+  };
+  out.features = merge(image_features, video_features);
+  const size_t depth = images ? image_deepstack.size() : video_deepstack.size();
+  for (size_t k = 0; k < depth; ++k)
+    out.deepstack.push_back(merge(images ? image_deepstack[k] : Tensor(), videos ? video_deepstack[k] : Tensor()));
+  return out;
+}
+
+Status validate_vision(const VisionEmbeddings& vision, int64_t num_tokens, int64_t hidden) {
+  const int64_t V = static_cast<int64_t>(vision.rows.size());
+  for (int64_t i = 0; i < V; ++i) {
+    const int64_t r = vision.rows[static_cast<size_t>(i)];
+    if (r < 0 || r >= num_tokens || (i > 0 && r <= vision.rows[static_cast<size_t>(i - 1)]))
+      return invalid_argument("vision row " + std::to_string(r) + " (entry " + std::to_string(i) +
+                              ") is outside the " + std::to_string(num_tokens) +
+                              "-token sequence or not ascending");
+  }
+  if (V == 0) return Status::ok();
+  OROCHI_RETURN_IF_ERROR(check_features(vision.features, V, hidden, "the vision features"));
+  for (size_t k = 0; k < vision.deepstack.size(); ++k)
+    OROCHI_RETURN_IF_ERROR(check_features(vision.deepstack[k], V, hidden, "DeepStack feature " + std::to_string(k)));
+  return Status::ok();
+}
 
 Status validate_token_ids(const TextConfig& c, const Tensor& ids) {
   if (!ids.defined() || ids.dtype() != DType::kI64 || ids.ndim() != 1)
@@ -95,7 +188,7 @@ Expected<Tensor> embed_tokens(const TextWeights& w, const Tensor& token_ids) {
 }
 
 Expected<Tensor> run_decoder(const TextWeights& w, const Tensor& hidden, const Tensor& positions,
-                             const TextObserver& observer) {
+                             const TextObserver& observer, const VisionEmbeddings* vision) {
   const TextConfig& c = w.config;
   if (!hidden.defined() || hidden.dtype() != DType::kF32 || hidden.ndim() != 2 ||
       hidden.dim(1) != c.hidden_size)
@@ -103,6 +196,7 @@ Expected<Tensor> run_decoder(const TextWeights& w, const Tensor& hidden, const T
                           (hidden.defined() ? hidden.describe() : std::string("nothing")));
   if (hidden.dim(0) == 0) return invalid_argument("the decoder input has no rows");
   OROCHI_RETURN_IF_ERROR(validate_positions(positions, hidden.dim(0)));
+  if (vision) OROCHI_RETURN_IF_ERROR(validate_vision(*vision, hidden.dim(0), c.hidden_size));
 
   const Tensor inv_freq =
       cpu::rope_inv_freq(static_cast<int>(c.rope_freq_slots()), static_cast<float>(c.rope_theta));
@@ -115,6 +209,9 @@ Expected<Tensor> run_decoder(const TextWeights& w, const Tensor& hidden, const T
   for (size_t i = 0; i < w.layers.size(); ++i) {
     decoder_layer(h, w.layers[i], c, rope);
     notify(observer, "hidden_states." + std::to_string(i + 1), h);
+    // DeepStack: after the observer, as transformers records the layer's output before the add.
+    if (vision && !vision->empty() && i < vision->deepstack.size() && i + 1 < w.layers.size())
+      scatter_rows(h, vision->rows, vision->deepstack[i], /*replace=*/false);
   }
   return h;
 }
@@ -123,6 +220,14 @@ Expected<Tensor> encode(const TextWeights& w, const Tensor& token_ids, const Ten
                         const TextObserver& observer) {
   OROCHI_ASSIGN_OR_RETURN(Tensor embeddings, embed_tokens(w, token_ids));
   return run_decoder(w, embeddings, positions, observer);
+}
+
+Expected<Tensor> encode_mixed(const TextWeights& w, const Tensor& token_ids, const Tensor& positions,
+                              const VisionEmbeddings& vision, const TextObserver& observer) {
+  OROCHI_ASSIGN_OR_RETURN(Tensor embeddings, embed_tokens(w, token_ids));  // [L, hidden]
+  OROCHI_RETURN_IF_ERROR(validate_vision(vision, embeddings.dim(0), w.config.hidden_size));
+  if (!vision.empty()) scatter_rows(embeddings, vision.rows, vision.features, /*replace=*/true);
+  return run_decoder(w, embeddings, positions, observer, &vision);
 }
 
 Expected<Tensor> encode_text(const TextWeights& w, const Tensor& token_ids, const TextObserver& observer) {
