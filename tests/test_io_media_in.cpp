@@ -78,6 +78,11 @@ double max_relative(const Tensor& a, const Tensor& b) {
   return diff / ref;
 }
 
+void expect_error(const Status& s, ErrorCode code, const std::vector<std::string>& words) {
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << "'" << w << "' not in: " << s.message();
+}
+
 #define SKIP_WITHOUT_FFMPEG()                                                           \
   if (!io::media_input_supported()) GTEST_SKIP() << "built without FFmpeg's libraries"
 
@@ -178,14 +183,13 @@ TEST(ReadVideo, FramesRateSoundtrackAndRotationAsPyAvReadsThem) {
   ASSERT_TRUE(cut.has_value());
   EXPECT_EQ(cut->frames.frames, 3);
   EXPECT_FALSE(cut->has_soundtrack);
+  io::VideoReadOptions tiny_cap;
+  tiny_cap.max_rgb_bytes = 10000;  // less than two 48x32 frames
+  expect_error(io::read_video(data_dir() + "/video/clip_30fps.mp4", tiny_cap).status(), ErrorCode::kInvalidArgument,
+               {"clip_30fps.mp4", "shorten the video"});
 }
 
 // ---- bad files: each refusal names the file and says what to do ----
-
-void expect_error(const Status& s, ErrorCode code, const std::vector<std::string>& words) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << "'" << w << "' not in: " << s.message();
-}
 
 TEST(MediaInErrors, MissingEmptyAndFolderPaths) {
   SKIP_WITHOUT_FFMPEG();
@@ -228,8 +232,8 @@ TEST(MediaInErrors, CorruptAndNonMediaFilesAreRefused) {
   write_bytes(bad_png, png);
   expect_error(io::read_image(bad_png).status(), ErrorCode::kCorruptFile, {bad_png});
   const std::string text = dir.file("notes.jpg");
-  write_bytes(text, std::vector<uint8_t>(std::string("this is not a picture\n").begin(),
-                                         std::string("this is not a picture\n").end()));
+  const std::string words = "this is not a picture\n";
+  write_bytes(text, std::vector<uint8_t>(words.begin(), words.end()));
   expect_error(io::read_image(text).status(), ErrorCode::kCorruptFile, {text});
   expect_error(io::read_audio(text).status(), ErrorCode::kCorruptFile, {text});
   // Media of the wrong kind.

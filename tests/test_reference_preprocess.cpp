@@ -13,6 +13,7 @@
 #include "pipeline/reference/pil_lanczos.h"
 #include "pipeline/reference/reference_audio.h"
 #include "pipeline/reference/reference_geometry.h"
+#include "pipeline/reference/reference_image.h"
 #include "pipeline/reference/reference_video.h"
 #include "pipeline/reference/sinc_resample.h"
 #include "support/paths.h"
@@ -132,13 +133,11 @@ TEST(ReferenceImage, ShortEdge2048MatchesDiffusersSetupStep) {
   const weights::Checkpoint g = open_golden("images");
   for (const std::string image : {"rgb_odd", "gray", "rgba", "exif_jpeg"}) {
     const io::RgbImage src = image_of(get(g, "img." + image + ".rgb"));
-    Expected<Size> size = reference_image_size(src.width, src.height);
-    ASSERT_TRUE(size.has_value()) << size.status().to_string();
+    Expected<io::RgbImage> out = normalize_reference_image(src);
+    ASSERT_TRUE(out.has_value()) << out.status().to_string();
     const Tensor expected_size = get(g, "ref2va." + image + ".size");
-    EXPECT_EQ(size->width, expected_size.data<int64_t>()[0]) << image;
-    EXPECT_EQ(size->height, expected_size.data<int64_t>()[1]) << image;
-    Expected<io::RgbImage> out = pil_lanczos_resize(src, size->width, size->height);
-    ASSERT_TRUE(out.has_value());
+    EXPECT_EQ(out->width, expected_size.data<int64_t>()[0]) << image;
+    EXPECT_EQ(out->height, expected_size.data<int64_t>()[1]) << image;
     EXPECT_EQ(fnv1a64(out->rgb.data(), out->rgb.size()), golden_hash(g, "ref2va." + image + ".fnv")) << image;
   }
 }
@@ -148,25 +147,24 @@ TEST(Fl2vaKeyframes, StretchAndCoverCropMatchDiffusersResizeStep) {
   const weights::Checkpoint g = open_golden("images");
   const io::RgbImage first = image_of(get(g, "img.rgb_odd.rgb"));
   const io::RgbImage last = image_of(get(g, "img.rgba.rgb"));
-  auto keyframes = [&](Size canvas) {
-    io::RgbImage a = *pil_lanczos_resize(first, canvas.width, canvas.height);
-    const CoverCrop cc = *cover_crop(last.width, last.height, canvas);
-    io::RgbImage b = *crop(*pil_lanczos_resize(last, cc.resized.width, cc.resized.height), cc.left, cc.top,
-                           canvas.width, canvas.height);
-    return std::make_pair(a, b);
-  };
   for (auto [tag, canvas] : std::vector<std::pair<std::string, Size>>{{"small", {96, 64}}, {"tall", {64, 160}}}) {
-    auto [a, b] = keyframes(canvas);
-    EXPECT_EQ(diff(a.rgb, get(g, "fl2va." + tag + ".first")).count, 0) << tag;
-    EXPECT_EQ(diff(b.rgb, get(g, "fl2va." + tag + ".last")).count, 0) << tag;
+    Expected<Keyframes> k = prepare_keyframes({first, last}, canvas);
+    ASSERT_TRUE(k.has_value()) << k.status().to_string();
+    EXPECT_EQ(diff(k->images[0].rgb, get(g, "fl2va." + tag + ".first")).count, 0) << tag;
+    EXPECT_EQ(diff(k->images[1].rgb, get(g, "fl2va." + tag + ".last")).count, 0) << tag;
   }
   // No canvas given: the first keyframe's aspect resolves it.
-  const Size canvas = *resolve_canvas_size(static_cast<double>(first.width), static_cast<double>(first.height));
+  Expected<Keyframes> k = prepare_keyframes({first, last});
+  ASSERT_TRUE(k.has_value()) << k.status().to_string();
   const Tensor size = get(g, "fl2va.auto.size");
-  EXPECT_EQ(canvas, (Size{size.data<int64_t>()[0], size.data<int64_t>()[1]}));
-  auto [a, b] = keyframes(canvas);
-  EXPECT_EQ(fnv1a64(a.rgb.data(), a.rgb.size()), golden_hash(g, "fl2va.auto.first_fnv"));
-  EXPECT_EQ(fnv1a64(b.rgb.data(), b.rgb.size()), golden_hash(g, "fl2va.auto.last_fnv"));
+  EXPECT_EQ(k->canvas, (Size{size.data<int64_t>()[0], size.data<int64_t>()[1]}));
+  EXPECT_EQ(fnv1a64(k->images[0].rgb.data(), k->images[0].rgb.size()), golden_hash(g, "fl2va.auto.first_fnv"));
+  EXPECT_EQ(fnv1a64(k->images[1].rgb.data(), k->images[1].rgb.size()), golden_hash(g, "fl2va.auto.last_fnv"));
+  // A keyframe already on the canvas is kept as it is; bad requests say what is wrong.
+  Expected<Keyframes> same = prepare_keyframes({k->images[0]}, k->canvas);
+  EXPECT_EQ(same->images[0].rgb, k->images[0].rgb);
+  EXPECT_NE(prepare_keyframes({}).status().message().find("one or two keyframes"), std::string::npos);
+  EXPECT_NE(prepare_keyframes({first}, Size{100, 64}).status().message().find("multiple of 32"), std::string::npos);
 }
 
 TEST(ReferenceGeometry, CanvasShortEdgeMatchAndCoverCropEqualTheReference) {

@@ -50,8 +50,8 @@ struct DecodedVideo {
   VideoFrames frames;                   // uint8 [F, H, W, 3], display orientation applied
   double fps = 0;                       // the stream's average rate, else FFmpeg's guess (PyAV's
                                         // `average_rate or guessed_rate`)
-  std::vector<double> timestamps;       // [F] each frame's presentation time in seconds (from 0 at the
-                                        // stream's start time)
+  std::vector<double> timestamps;       // [F] each frame's presentation time in seconds, as the file
+                                        // stamps it (FFmpeg's best-effort timestamp; NaN when unknown)
   int rotation_quarter_turns = 0;       // counter-clockwise quarter turns undone (display matrix)
   bool has_soundtrack = false;
   DecodedAudio soundtrack;              // the first audio stream, when has_soundtrack

@@ -98,8 +98,8 @@ Expected<DecodedVideo> read_video(const std::string& path, const VideoReadOption
     }
     const int64_t bytes = static_cast<int64_t>(out.frames.rgb.size() + rgb.rgb.size());
     if (options.max_rgb_bytes > 0 && bytes > options.max_rgb_bytes)
-      return invalid_argument(path + " decodes to more than " + std::to_string(options.max_rgb_bytes >> 20) +
-                              " MiB of RGB frames; shorten the video or pass fewer frames (max_frames)");
+      return invalid_argument(path + " decodes to more than " + std::to_string(options.max_rgb_bytes) +
+                              " bytes of RGB frames (the cap); shorten the video or read fewer frames (max_frames)");
     out.frames.rgb.insert(out.frames.rgb.end(), rgb.rgb.begin(), rgb.rgb.end());
     const int64_t pts = f->best_effort_timestamp;
     out.timestamps.push_back(pts == AV_NOPTS_VALUE ? NAN : static_cast<double>(pts) * time_base);
