@@ -56,6 +56,25 @@ int64_t product(const std::vector<int64_t>& v) {
 }  // namespace
 
 int64_t AudioVaeConfig::hop_length() const { return product(decoder_rates); }
+int64_t AudioVaeConfig::encoder_hop_length() const { return product(encoder_rates); }
+
+Status AudioVaeConfig::validate_encoder() const {
+  OROCHI_RETURN_IF_ERROR(validate());
+  if (encoder_rates.empty() || encoder_rates.size() > 16)
+    return invalid_argument("encoder_rates must list 1 to 16 rates");
+  for (int64_t rate : encoder_rates)
+    if (rate < 2)
+      return unsupported("encoder rate " + str(rate) +
+                         ": a block's strided conv (kernel 2·rate, padding ceil(rate/2)) "
+                         "divides the length by its rate only for rates >= 2");
+  if ((encoder_dim << encoder_rates.size()) > kMaxSize)
+    return invalid_argument("encoder_dim (" + str(encoder_dim) + ") doubled " + str(num_encoder_blocks()) +
+                            " times exceeds 2^24 channels");
+  if (latent_dim % num_attention_heads != 0)
+    return invalid_argument("latent_dim (" + str(latent_dim) + ") must split into num_attention_heads (" +
+                            str(num_attention_heads) + ") equal heads for the encoder's attention");
+  return Status::ok();
+}
 
 Status AudioVaeConfig::validate() const {
   for (int64_t v : {encoder_dim, latent_dim, latent_channels, num_attention_heads, decoder_dim, sampling_rate})

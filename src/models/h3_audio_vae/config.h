@@ -33,11 +33,21 @@ struct AudioVaeConfig {
   int64_t hop_length() const;
   // Channels after upsampling stage i: decoder_dim / 2^(i+1).
   int64_t stage_channels(int64_t stage) const { return decoder_dim >> (stage + 1); }
+  // The DAC encoder: one block per encoder rate, block i outputs encoder_dim · 2^(i+1) channels.
+  int64_t num_encoder_blocks() const { return static_cast<int64_t>(encoder_rates.size()); }
+  int64_t encoder_block_channels(int64_t block) const { return encoder_dim << (block + 1); }
+  // The encoder's samples per latent: the product of the encoder rates (800 released; validate()
+  // makes it equal to hop_length()).
+  int64_t encoder_hop_length() const;
 
   // What diffusers' constructor enforces (matching encoder/decoder hop, latent_dim a multiple of
   // latent_channels) plus what a length-exact decode needs (odd AMP kernels, upsampler kernel − rate
   // even and >= 0, decoder_dim divisible down to the last stage).
   Status validate() const;
+  // What encoding needs beyond validate(): 1 to 16 encoder rates, each >= 2, widths that stay
+  // below 2^24, and latent_dim divisible into num_attention_heads heads (diffusers' reshape would
+  // fail otherwise).
+  Status validate_encoder() const;
   static Expected<AudioVaeConfig> from_json(const nlohmann::json& json);
 };
 

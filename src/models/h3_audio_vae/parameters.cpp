@@ -48,6 +48,62 @@ std::vector<TensorSpec> decoder_tensors(const AudioVaeConfig& c) {
   return out;
 }
 
+std::vector<TensorSpec> encoder_tensors(const AudioVaeConfig& c) {
+  std::vector<TensorSpec> out;
+  auto conv = [&](const std::string& prefix, int64_t cout, int64_t cin, int64_t k) {
+    out.push_back({prefix + ".weight_g", {cout, 1, 1}});
+    out.push_back({prefix + ".weight_v", {cout, cin, k}});
+    out.push_back({prefix + ".bias", {cout}});
+  };
+  auto snake = [&](const std::string& prefix, int64_t channels) {
+    out.push_back({prefix + ".alpha", {1, channels, 1}});
+  };
+  // encoder.block is one nn.Sequential: conv_in, one EncoderBlock per rate, Snake, conv_out.
+  conv("encoder.block.0", c.encoder_dim, 1, 7);
+  for (int64_t i = 0; i < c.num_encoder_blocks(); ++i) {
+    const std::string block = "encoder.block." + std::to_string(i + 1) + ".block.";
+    const int64_t half = c.encoder_block_channels(i) / 2;
+    for (int64_t u = 0; u < kEncoderResidualUnits; ++u) {
+      const std::string unit = block + std::to_string(u) + ".block.";
+      snake(unit + "0", half);
+      conv(unit + "1", half, half, kEncoderResidualKernel);
+      snake(unit + "2", half);
+      conv(unit + "3", half, half, 1);
+    }
+    snake(block + std::to_string(kEncoderResidualUnits), half);
+    conv(block + std::to_string(kEncoderResidualUnits + 1), 2 * half, half, 2 * c.encoder_rates[i]);
+  }
+  const int64_t trunk = c.encoder_block_channels(c.num_encoder_blocks() - 1);
+  snake("encoder.block." + std::to_string(c.num_encoder_blocks() + 1), trunk);
+  conv("encoder.block." + std::to_string(c.num_encoder_blocks() + 2), c.latent_dim, trunk, 3);
+
+  const int64_t in = c.latent_dim, lat = c.latent_channels;
+  auto norm = [&](const std::string& prefix, int64_t width) {
+    out.push_back({prefix + ".weight", {width}});
+    out.push_back({prefix + ".bias", {width}});
+  };
+  auto linear = [&](const std::string& prefix, int64_t n_out, int64_t n_in) {
+    out.push_back({prefix + ".weight", {n_out, n_in}});
+    out.push_back({prefix + ".bias", {n_out}});
+  };
+  norm("pre_block.norm1", in);
+  out.push_back({"pre_block.attn.qkv.weight", {3 * in, in}});
+  out.push_back({"pre_block.attn.q_bias", {in}});
+  out.push_back({"pre_block.attn.zero_k_bias", {in}});
+  out.push_back({"pre_block.attn.v_bias", {in}});
+  linear("pre_block.attn.proj", lat, lat);
+  linear("pre_block.proj", lat, in);
+  norm("pre_block.norm3", in);
+  norm("pre_block.norm2", lat);
+  norm("pre_block.mlp.norm", lat);
+  linear("pre_block.mlp.w0", kPreBlockMlpRatio * lat, lat);
+  linear("pre_block.mlp.w1", kPreBlockMlpRatio * lat, lat);
+  linear("pre_block.mlp.w2", lat, kPreBlockMlpRatio * lat);
+  out.push_back({"mean_proj.weight", {lat, lat, 1}});
+  out.push_back({"mean_proj.bias", {lat}});
+  return out;
+}
+
 bool is_encoder_tensor(const std::string& name) {
   for (const char* prefix : {"encoder.", "pre_block.", "mean_proj.", "logs_proj."})
     if (name.rfind(prefix, 0) == 0) return true;

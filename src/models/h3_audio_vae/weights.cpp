@@ -92,6 +92,19 @@ Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, con
   return w;
 }
 
+TensorSource checked_folder_source(const weights::ModelFolder& model) {
+  return [&model](const TensorSpec& spec) -> Expected<Tensor> {
+    OROCHI_ASSIGN_OR_RETURN(Tensor t, model.weights.get(spec.name));
+    if (t.shape() != spec.shape)
+      return shape_mismatch(spec.name + " is " + shape_to_string(t.shape()) + " in " + model.path +
+                            ", but config.json implies " + shape_to_string(spec.shape) +
+                            "; does config.json belong to these weights?");
+    if (!dtype_is_float(t.dtype()))
+      return shape_mismatch(spec.name + " has dtype " + dtype_name(t.dtype()) + "; expected a float tensor");
+    return t.to(DType::kF32);  // the VAE computes in f32 whatever the file stores
+  };
+}
+
 Expected<AudioDecoderWeights> load_decoder(const std::string& folder) {
   OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
   OROCHI_ASSIGN_OR_RETURN(AudioVaeConfig config, AudioVaeConfig::from_json(model.config));
@@ -101,16 +114,7 @@ Expected<AudioDecoderWeights> load_decoder(const std::string& folder) {
   for (const TensorSpec& spec : decoder_tensors(config)) expected.push_back(spec.name);
   OROCHI_RETURN_IF_ERROR(weights::check_key_set(present, expected, "audio VAE decoder (" + folder + ")"));
   log_debug("loading audio VAE decoder from ", folder);
-  return assemble_decoder(config, [&](const TensorSpec& spec) -> Expected<Tensor> {
-    OROCHI_ASSIGN_OR_RETURN(Tensor t, model.weights.get(spec.name));
-    if (t.shape() != spec.shape)
-      return shape_mismatch(spec.name + " is " + shape_to_string(t.shape()) + " in " + folder +
-                            ", but config.json implies " + shape_to_string(spec.shape) +
-                            "; does config.json belong to these weights?");
-    if (!dtype_is_float(t.dtype()))
-      return shape_mismatch(spec.name + " has dtype " + dtype_name(t.dtype()) + "; expected a float tensor");
-    return t.to(DType::kF32);  // the decoder computes in f32 whatever the file stores
-  });
+  return assemble_decoder(config, checked_folder_source(model));
 }
 
 }  // namespace orochi::h3_audio

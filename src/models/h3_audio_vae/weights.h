@@ -1,5 +1,5 @@
 // The audio VAE decoder's weights as f32 host tensors, weight norm already folded (w = g·v/‖v‖),
-// grouped the way the decoder runs them. The encoder is not loaded.
+// grouped the way the decoder runs them. The encoder's are in encoder_weights.h.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,10 @@
 #include "core/tensor.h"
 #include "models/h3_audio_vae/config.h"
 #include "models/h3_audio_vae/parameters.h"
+
+namespace orochi::weights {
+struct ModelFolder;
+}
 
 namespace orochi::h3_audio {
 
@@ -55,6 +59,10 @@ Tensor fold_weight_norm(const Tensor& g, const Tensor& v);
 // Produces each checkpoint tensor by name and expected shape (a checkpoint, a generator).
 using TensorSource = std::function<Expected<Tensor>(const TensorSpec&)>;
 Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, const TensorSource& source);
+
+// A folder's tensors as a TensorSource: each checked against its spec's shape (naming the key, both
+// shapes and the folder) and converted to f32 whatever dtype the file stores. `model` must outlive it.
+TensorSource checked_folder_source(const weights::ModelFolder& model);
 
 // Loads an audio_vae/ folder (config.json + safetensors). Missing or unknown keys are named, a wrong
 // shape names the key and both shapes; encoder tensors, if present, are ignored.
