@@ -135,10 +135,13 @@ inline uint16_t read16(const uint8_t* p, bool big_endian) {
   return big_endian ? static_cast<uint16_t>(p[0] << 8 | p[1]) : static_cast<uint16_t>(p[1] << 8 | p[0]);
 }
 
-Expected<RgbImage> swscale_to_rgb(const AVFrame* f) {
-  // PyAV's to_ndarray("rgb24"): bilinear, the frame's own matrix and range.
-  SwsPtr sws(sws_getContext(f->width, f->height, static_cast<AVPixelFormat>(f->format), f->width, f->height,
-                            AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr));
+Expected<RgbImage> swscale_to_rgb(const AVFrame* f, SwsPtr* cache) {
+  // PyAV's to_ndarray("rgb24"): bilinear, the frame's own matrix and range. A video's frames share one
+  // converter (sws_getCachedContext rebuilds it only when the input changes).
+  SwsPtr local;
+  SwsPtr& sws = cache ? *cache : local;
+  sws.reset(sws_getCachedContext(sws.release(), f->width, f->height, static_cast<AVPixelFormat>(f->format),
+                                 f->width, f->height, AV_PIX_FMT_RGB24, SWS_BILINEAR, nullptr, nullptr, nullptr));
   if (!sws) return failure(ErrorCode::kUnsupported, AVERROR(EINVAL), "no converter from this pixel format to RGB");
   const int matrix = f->colorspace == AVCOL_SPC_UNSPECIFIED ? SWS_CS_DEFAULT : f->colorspace;
   sws_setColorspaceDetails(sws.get(), sws_getCoefficients(matrix), f->color_range == AVCOL_RANGE_JPEG,
@@ -166,7 +169,7 @@ Expected<RgbImage> swscale_to_rgb(const AVFrame* f) {
 
 }  // namespace
 
-Expected<RgbImage> frame_to_rgb(const AVFrame* f) {
+Expected<RgbImage> frame_to_rgb(const AVFrame* f, SwsPtr* cache) {
   const auto format = static_cast<AVPixelFormat>(f->format);
   // Per-pixel: bytes per pixel, where R, G, B (or gray) sit, and whether samples are 16-bit.
   int step = 0, r = 0, g = 0, b = 0;
@@ -189,7 +192,7 @@ Expected<RgbImage> frame_to_rgb(const AVFrame* f) {
     case AV_PIX_FMT_GRAY16LE: step = 2, gray = sixteen = true; break;
     case AV_PIX_FMT_YA16BE: step = 4, gray = sixteen = big_endian = true; break;
     case AV_PIX_FMT_YA16LE: step = 4, gray = sixteen = true; break;
-    default: return swscale_to_rgb(f);
+    default: return swscale_to_rgb(f, cache);
   }
   RgbImage img;
   img.height = f->height;

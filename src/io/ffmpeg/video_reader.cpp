@@ -82,13 +82,14 @@ Expected<DecodedVideo> read_video(const std::string& path, const VideoReadOption
   }
 
   const double time_base = av_q2d(vstream->time_base);
+  av::SwsPtr converter;  // one RGB converter for all frames
   bool enough = false;
   auto on_video = [&](AVFrame* f) -> Status {
     if (enough) return Status::ok();
     if (out.frames.frames > 0 && (f->width != out.frames.width || f->height != out.frames.height) &&
         out.rotation_quarter_turns % 2 == 0)
       return unsupported(path + " changes its frame size midway; re-encode it at one size");
-    OROCHI_ASSIGN_OR_RETURN(RgbImage rgb, av::frame_to_rgb(f));
+    OROCHI_ASSIGN_OR_RETURN(RgbImage rgb, av::frame_to_rgb(f, &converter));
     rgb = rotate_clockwise(rgb, out.rotation_quarter_turns);
     if (out.frames.frames == 0) {
       out.frames.height = rgb.height;
