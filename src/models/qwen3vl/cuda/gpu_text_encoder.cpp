@@ -24,6 +24,7 @@ struct TextActivations {
   Tensor u;            // bf16 [max, 2 · intermediate]: [up | gate]
   Tensor act;          // bf16 [max, intermediate]
   Tensor out;          // f32 [max, hidden]
+  Tensor vision_rows;  // i64 [max]: the rows DeepStack features are added at
 };
 
 namespace {
@@ -46,7 +47,8 @@ size_t activation_bytes_for(const TextConfig& c, int64_t max_tokens, size_t atte
   const Shapes s(c);
   const int64_t per_token_bf16 = 2 * s.head_dim + 3 * s.hidden + s.q_dim + 2 * s.kv_dim + s.q_dim + 2 * s.inter +
                                  s.inter;
-  const size_t bytes = static_cast<size_t>(max_tokens) * (2 * per_token_bf16 + 4 * s.hidden);
+  // bf16 activations, the f32 output, the i64 vision row index.
+  const size_t bytes = static_cast<size_t>(max_tokens) * (2 * per_token_bf16 + 4 * s.hidden + 8);
   return bytes + attention_workspace + 64 * cuda::DeviceArena::kAlignment;
 }
 
@@ -131,6 +133,7 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   OROCHI_ASSIGN_OR_RETURN(A.u, arena.tensor({T, 2 * s.inter}, DType::kBF16));
   OROCHI_ASSIGN_OR_RETURN(A.act, arena.tensor({T, s.inter}, DType::kBF16));
   OROCHI_ASSIGN_OR_RETURN(A.out, arena.tensor({T, s.hidden}, DType::kF32));
+  OROCHI_ASSIGN_OR_RETURN(A.vision_rows, arena.tensor({T}, DType::kI64));
   return e;
 }
 
@@ -263,11 +266,26 @@ Expected<Tensor> GpuTextEncoder::encode_text(const Tensor& token_ids) {
   return encode(token_ids, text_positions(token_ids.numel()));
 }
 
+Status GpuTextEncoder::add_at_vision_rows(const Tensor& feature, int64_t V) {
+  const TextActivations& A = *act_;
+  const Tensor idx = A.vision_rows.slice(0, 0, V), picked = A.x.slice(0, 0, V), add = A.o.slice(0, 0, V);
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(feature, add, stream_));  // f32 -> bf16 on the host, as .to(bf16)
+  OROCHI_RETURN_IF_ERROR(cuda::gather_rows(A.h, idx, picked, stream_));
+  OROCHI_RETURN_IF_ERROR(cuda::add_inplace(picked, add, stream_));
+  return cuda::scatter_rows(A.h, idx, picked, stream_);
+}
+
 Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& positions) {
+  return encode(token_ids, positions, VisionEmbeddings{});
+}
+
+Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& positions,
+                                        const VisionEmbeddings& vision) {
   if (!has_weights_) return Status(ErrorCode::kInternal, "GpuTextEncoder::encode before upload() or init_random()");
   OROCHI_RETURN_IF_ERROR(validate_token_ids(config_, token_ids));
   const int64_t L = token_ids.numel();
   OROCHI_RETURN_IF_ERROR(validate_positions(positions, L));
+  OROCHI_RETURN_IF_ERROR(validate_vision(vision, L, config_.hidden_size));
   if (L > max_tokens_)
     return invalid_argument("the prompt has " + std::to_string(L) + " tokens; this encoder was planned for at most " +
                             std::to_string(max_tokens_));
@@ -288,6 +306,15 @@ Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& p
     std::memcpy(static_cast<char*>(rows.raw_data()) + static_cast<size_t>(i) * row_bytes,
                 static_cast<const char*>(table.raw_data()) + static_cast<size_t>(ids.data<int64_t>()[i]) * row_bytes,
                 row_bytes);
+  const int64_t V = static_cast<int64_t>(vision.rows.size());
+  if (V > 0) {  // the vision features replace the pad rows, in the table's dtype
+    const Tensor features = vision.features.to(table.dtype()).contiguous();  // [V, hidden]
+    for (int64_t i = 0; i < V; ++i)
+      std::memcpy(static_cast<char*>(rows.raw_data()) + static_cast<size_t>(vision.rows[static_cast<size_t>(i)]) * row_bytes,
+                  static_cast<const char*>(features.raw_data()) + static_cast<size_t>(i) * row_bytes, row_bytes);
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(Tensor::from_ints(vision.rows, {V}), A.vision_rows.slice(0, 0, V),
+                                             stream_));
+  }
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rows, A.h.slice(0, 0, L), stream_));
   if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->begin_pass(/*prefetch_next_pass=*/false));
   for (int64_t i = 0; i < layers_; ++i) {
@@ -297,6 +324,9 @@ Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& p
     }
     OROCHI_RETURN_IF_ERROR(run_layer(slot < 0 ? layer_weights_[static_cast<size_t>(i)] : slot_layers_[slot], L));
     if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->release(static_cast<int>(i)));
+    // DeepStack after layer i, when a layer follows (transformers' hidden_states[i + 1] is before it).
+    if (V > 0 && i < static_cast<int64_t>(vision.deepstack.size()) && i + 1 < layers_)
+      OROCHI_RETURN_IF_ERROR(add_at_vision_rows(vision.deepstack[static_cast<size_t>(i)], V));
   }
   const Tensor out = A.out.slice(0, 0, L);
   OROCHI_RETURN_IF_ERROR(cuda::cast(A.h.slice(0, 0, L), out, stream_));

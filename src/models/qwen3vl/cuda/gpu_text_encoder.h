@@ -25,6 +25,7 @@
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/staged_upload.h"
 #include "models/qwen3vl/cuda/gpu_text_layers.h"
+#include "models/qwen3vl/text_model.h"
 #include "models/qwen3vl/text_weights.h"
 #include "weights/block_streamer.h"
 #include "weights/cuda/gpu_block_tier.h"
@@ -72,6 +73,10 @@ class GpuTextEncoder {
   // the residual stream after the last loaded layer, host f32 [L, hidden].
   Expected<Tensor> encode_text(const Tensor& token_ids);
   Expected<Tensor> encode(const Tensor& token_ids, const Tensor& positions);
+  // A mixed sequence (text_model.h's encode_mixed): the vision features replace the pad rows'
+  // embeddings (rounded to the table's dtype, as transformers casts them to the embeddings'), and
+  // DeepStack feature k is added at those rows (a bf16 add) after layer k when a layer follows.
+  Expected<Tensor> encode(const Tensor& token_ids, const Tensor& positions, const VisionEmbeddings& vision);
 
   const TextConfig& config() const { return config_; }
   int64_t layers() const { return layers_; }
@@ -85,6 +90,8 @@ class GpuTextEncoder {
  private:
   GpuTextEncoder() = default;
   Status run_layer(const GpuTextLayer& layer, int64_t L);
+  // h[rows] = bf16(h[rows] + bf16(feature)), through the activation scratch (free between layers).
+  Status add_at_vision_rows(const Tensor& feature, int64_t V);
   // Lays out the resident layers and the slots; streamed layers get their slot-0 view to fill.
   Status allocate_layers();
   // After the layers were filled: streamed ones (built in slot 0 one at a time) go to the tier.
