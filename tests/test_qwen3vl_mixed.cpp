@@ -153,7 +153,9 @@ TEST(Qwen3VLMixed, DeepStackAndFeaturesMatter) {
   vision.deepstack.clear();
   Expected<Tensor> out = encode_mixed(*w, golden_tensor(golden(), "in.input_ids"), golden_positions(), vision);
   ASSERT_TRUE(out.has_value());
-  EXPECT_GT(testing::compare(*out, golden_tensor(golden(), "layer_output.3")).rel_l2, 1e-2);
+  const double rel = testing::compare(*out, golden_tensor(golden(), "layer_output.3")).rel_l2;
+  std::printf("  without DeepStack: rel L2 %.3e from transformers\n", rel);
+  EXPECT_GT(rel, 1e-2);
 }
 
 TEST(Qwen3VLMixed, RefusesVisionThatDoesNotFitTheSequence) {
