@@ -1,12 +1,14 @@
 // H3's presentation of fl2va and ref2va requests to Qwen3-VL against diffusers' own text-encoder
 // steps (tests/data/h3_presentation, made by scripts/golden/make_h3_presentation.py with the
 // qwen_bpe test tokenizer): token ids, DiT tags, Qwen's token kinds, grids and decoded text
-// identical; the 2 fps frame sampling and its "<x.x seconds>" labels; refusals.
+// identical, and rope_index's positions for them equal to transformers' get_rope_index; the 2 fps
+// frame sampling and its "<x.x seconds>" labels; refusals.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "models/qwen3vl/rope_index.h"
 #include "pipeline/h3_presentation.h"
 #include "support/paths.h"
 
@@ -46,6 +48,14 @@ void expect_matches(const Presentation& p, const nlohmann::json& want) {
   EXPECT_EQ(tokenizer().decode(p.token_ids), want["text"].get<std::string>());
   EXPECT_EQ(p.image_grids, grids_of(want["image_grids"]));
   if (want.contains("video_grids")) EXPECT_EQ(p.video_grids, grids_of(want["video_grids"]));
+  // The M-RoPE positions Qwen3-VL gives the presentation (get_rope_index on the same tokens).
+  Expected<Tensor> positions = qwen3vl::rope_index(p.kinds, p.image_grids, p.video_grids);
+  ASSERT_TRUE(positions.has_value()) << positions.status().to_string();
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t i = 0; i < positions->dim(0); ++i)
+    rows.push_back({positions->data<int64_t>()[3 * i], positions->data<int64_t>()[3 * i + 1],
+                    positions->data<int64_t>()[3 * i + 2]});
+  EXPECT_EQ(rows, want["positions"].get<std::vector<std::vector<int64_t>>>());
 }
 
 TEST(H3Presentation, SpecialTokensComeFromTheTokenizer) {

@@ -11,6 +11,7 @@ is needed: the token ids, the DiT tags, Qwen's mm_token_type_ids and the vision 
   ref2va  image (256x256), video with a soundtrack (124 frames of 64x96 at 24 fps: 11 frames sampled at 2 fps,
           6 blocks, timestamps 0.2 ... 5.0), an audio clip, image (320x256), a prompt
   video_sampling  diffusers' `_sample_video_condition_frames` for several lengths and rates
+  positions       transformers' `Qwen3VLModel.get_rope_index` on the fl2va and ref2va presentations
 
 Run (from the repository root; the output is byte-identical from run to run):
 
@@ -35,7 +36,7 @@ from diffusers.modular_pipelines.minimax_h3.references import (
     MiniMaxH3ImageReference,
     MiniMaxH3VideoReference,
 )
-from transformers import Qwen2TokenizerFast, Qwen2VLImageProcessorFast, Qwen3VLProcessor
+from transformers import Qwen2TokenizerFast, Qwen2VLImageProcessorFast, Qwen3VLModel, Qwen3VLProcessor
 from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
 
 TOKENIZER = Path("tests/data/tokenizer/qwen_bpe/tokenizer.json")
@@ -76,6 +77,19 @@ def run_step(step, components, values):
     return seen["token_ids"], tags, list(seen["mm_token_type_ids"]), grids
 
 
+def rope_positions(token_ids, mm_token_type_ids, grids):
+    """transformers' Qwen3VLModel.get_rope_index on the presentation (it reads only the merge size from its model),
+    as [L][3] (t, h, w)."""
+    model = SimpleNamespace(config=SimpleNamespace(vision_config=SimpleNamespace(spatial_merge_size=2)))
+    model.get_vision_position_ids = lambda *a, **k: Qwen3VLModel.get_vision_position_ids(model, *a, **k)
+    ids = torch.tensor([token_ids])
+    image = torch.tensor(grids["image_grid_thw"]) if "image_grid_thw" in grids else None
+    video = torch.tensor(grids["video_grid_thw"]) if "video_grid_thw" in grids else None
+    positions, _ = Qwen3VLModel.get_rope_index(model, ids, torch.tensor([mm_token_type_ids]), image, video,
+                                               torch.ones_like(ids))
+    return positions[:, 0, :].t().tolist()
+
+
 def image(h, w, seed):
     rng = np.random.default_rng(seed)
     return Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
@@ -99,7 +113,8 @@ def main():
     ids, tags, mm, grids = run_step(encoders.MiniMaxH3FL2VATextEncoderStep(), components,
                                     {"prompt": PROMPT, "keyframes": keyframes})
     out["fl2va"] = {"image_grids": grids["image_grid_thw"], "token_ids": ids, "dit_tags": tags,
-                    "mm_token_type_ids": mm, "text": tokenizer.decode(ids)}
+                    "mm_token_type_ids": mm, "text": tokenizer.decode(ids),
+                    "positions": rope_positions(ids, mm, grids)}
 
     rng = np.random.default_rng(3)
     frames = rng.integers(0, 256, (124, 64, 96, 3), dtype=np.uint8)
@@ -115,7 +130,8 @@ def main():
         "references": [{"kind": r.kind, "has_audio": bool(r.has_audio)} for r in references],
         "image_grids": grids["image_grid_thw"], "video_grids": grids["video_grid_thw"],
         "video_block_timestamps": [timestamps],
-        "token_ids": ids, "dit_tags": tags, "mm_token_type_ids": mm, "text": tokenizer.decode(ids)}
+        "token_ids": ids, "dit_tags": tags, "mm_token_type_ids": mm, "text": tokenizer.decode(ids),
+        "positions": rope_positions(ids, mm, grids)}
 
     # The sampling rule alone: (num_frames, fps, sample_fps) -> indices, block timestamps.
     sampling = []
