@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "backends/cuda/device.h"
+#include "backends/cuda/device_memory.h"
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
 #include "models/qwen3vl/rope_index.h"
 #include "models/qwen3vl/text_model.h"
@@ -101,6 +102,27 @@ TEST(Qwen3VLGpuMixed, MatchesTheCpuAndTransformers) {
   const auto vs3 = testing::compare(*out3, golden_tensor(g, "hidden_states.3"));
   std::printf("  3 layers vs transformers hidden_states[3] %s\n", vs3.summary().c_str());
   EXPECT_TRUE(vs3.same_nonfinite && vs3.rel_l2 <= 2e-2) << vs3.summary();
+
+  // Vision tensors already on the GPU (the GPU vision tower's output), bf16 or f32, give the same
+  // bits as host ones: they are rounded to bf16 at the same point.
+  const int64_t V = static_cast<int64_t>(vision.rows.size()), C = w->config.hidden_size;
+  for (const DType dtype : {DType::kBF16, DType::kF32}) {
+    auto arena = cuda::DeviceArena::create(0, 4 * static_cast<size_t>(V * C) * 4 + 4096, "test vision");
+    ASSERT_TRUE(arena.has_value()) << arena.status().to_string();
+    VisionEmbeddings on_gpu;
+    on_gpu.rows = vision.rows;
+    Expected<Tensor> f = cuda::upload(vision.features, **arena, dtype);
+    ASSERT_TRUE(f.has_value());
+    on_gpu.features = *f;
+    for (const Tensor& d : vision.deepstack) {
+      Expected<Tensor> dd = cuda::upload(d, **arena, dtype);
+      ASSERT_TRUE(dd.has_value());
+      on_gpu.deepstack.push_back(*dd);
+    }
+    Expected<Tensor> from_gpu = (*enc)->encode(ids, *positions, on_gpu);
+    ASSERT_TRUE(from_gpu.has_value()) << from_gpu.status().to_string();
+    EXPECT_TENSOR_CLOSE(*from_gpu, *gpu_out, 0.0);
+  }
 
   // The text-only entry point is the mixed path with no vision: bit-identical.
   Expected<Tensor> text_only = (*enc)->encode_text(ids);

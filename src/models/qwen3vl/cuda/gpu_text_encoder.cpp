@@ -266,10 +266,27 @@ Expected<Tensor> GpuTextEncoder::encode_text(const Tensor& token_ids) {
   return encode(token_ids, text_positions(token_ids.numel()));
 }
 
+// A vision tensor [V, hidden] as bf16 on this GPU: a device bf16 tensor as is, a device f32 one cast
+// into `scratch`, a host one uploaded into it (rounded to bf16 on the host, as .to(bf16) does).
+Expected<Tensor> GpuTextEncoder::vision_on_device(const Tensor& t, const Tensor& scratch) {
+  if (t.device().kind != DeviceKind::kCUDA) {
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(t, scratch, stream_));
+    return scratch;
+  }
+  if (t.device().index != device_)
+    return invalid_argument("vision features on GPU " + std::to_string(t.device().index) +
+                            " given to the text encoder on GPU " + std::to_string(device_) +
+                            "; copy them to its GPU (or to the host) first");
+  if (!t.is_contiguous()) return invalid_argument("device vision features must be contiguous, got " + t.describe());
+  if (t.dtype() == DType::kBF16) return t;
+  OROCHI_RETURN_IF_ERROR(cuda::cast(t, scratch, stream_));
+  return scratch;
+}
+
 Status GpuTextEncoder::add_at_vision_rows(const Tensor& feature, int64_t V) {
   const TextActivations& A = *act_;
-  const Tensor idx = A.vision_rows.slice(0, 0, V), picked = A.x.slice(0, 0, V), add = A.o.slice(0, 0, V);
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(feature, add, stream_));  // f32 -> bf16 on the host, as .to(bf16)
+  const Tensor idx = A.vision_rows.slice(0, 0, V), picked = A.x.slice(0, 0, V);
+  OROCHI_ASSIGN_OR_RETURN(const Tensor add, vision_on_device(feature, A.o.slice(0, 0, V)));
   OROCHI_RETURN_IF_ERROR(cuda::gather_rows(A.h, idx, picked, stream_));
   OROCHI_RETURN_IF_ERROR(cuda::add_inplace(picked, add, stream_));
   return cuda::scatter_rows(A.h, idx, picked, stream_);
@@ -307,15 +324,21 @@ Expected<Tensor> GpuTextEncoder::encode(const Tensor& token_ids, const Tensor& p
                 static_cast<const char*>(table.raw_data()) + static_cast<size_t>(ids.data<int64_t>()[i]) * row_bytes,
                 row_bytes);
   const int64_t V = static_cast<int64_t>(vision.rows.size());
-  if (V > 0) {  // the vision features replace the pad rows, in the table's dtype
+  const bool features_on_device = V > 0 && vision.features.device().kind == DeviceKind::kCUDA;
+  if (V > 0 && !features_on_device) {  // host features replace the pad rows here, in the table's dtype
     const Tensor features = vision.features.to(table.dtype()).contiguous();  // [V, hidden]
     for (int64_t i = 0; i < V; ++i)
       std::memcpy(static_cast<char*>(rows.raw_data()) + static_cast<size_t>(vision.rows[static_cast<size_t>(i)]) * row_bytes,
                   static_cast<const char*>(features.raw_data()) + static_cast<size_t>(i) * row_bytes, row_bytes);
+  }
+  if (V > 0)
     OROCHI_RETURN_IF_ERROR(cuda::upload_into(Tensor::from_ints(vision.rows, {V}), A.vision_rows.slice(0, 0, V),
                                              stream_));
-  }
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(rows, A.h.slice(0, 0, L), stream_));
+  if (features_on_device) {  // device features (the GPU vision tower's) are scattered on the GPU
+    OROCHI_ASSIGN_OR_RETURN(const Tensor features, vision_on_device(vision.features, A.x.slice(0, 0, V)));
+    OROCHI_RETURN_IF_ERROR(cuda::scatter_rows(A.h, A.vision_rows.slice(0, 0, V), features, stream_));
+  }
   if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->begin_pass(/*prefetch_next_pass=*/false));
   for (int64_t i = 0; i < layers_; ++i) {
     int slot = -1;

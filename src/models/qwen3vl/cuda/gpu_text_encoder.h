@@ -76,6 +76,8 @@ class GpuTextEncoder {
   // A mixed sequence (text_model.h's encode_mixed): the vision features replace the pad rows'
   // embeddings (rounded to the table's dtype, as transformers casts them to the embeddings'), and
   // DeepStack feature k is added at those rows (a bf16 add) after layer k when a layer follows.
+  // The features and DeepStack tensors may be host tensors or contiguous tensors on this GPU (the
+  // GPU vision tower's output, bf16 or f32), which then never leave it.
   Expected<Tensor> encode(const Tensor& token_ids, const Tensor& positions, const VisionEmbeddings& vision);
 
   const TextConfig& config() const { return config_; }
@@ -92,6 +94,7 @@ class GpuTextEncoder {
   Status run_layer(const GpuTextLayer& layer, int64_t L);
   // h[rows] = bf16(h[rows] + bf16(feature)), through the activation scratch (free between layers).
   Status add_at_vision_rows(const Tensor& feature, int64_t V);
+  Expected<Tensor> vision_on_device(const Tensor& t, const Tensor& scratch);
   // Lays out the resident layers and the slots; streamed layers get their slot-0 view to fill.
   Status allocate_layers();
   // After the layers were filled: streamed ones (built in slot 0 one at a time) go to the tier.
