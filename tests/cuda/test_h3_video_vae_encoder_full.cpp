@@ -1,0 +1,103 @@
+// The video VAE encoder at full size vs diffusers on the same random weights and inputs, on the device
+// (scripts/device/compare_h3_video_vae_encoder.sh runs the reference side first). Skips unless
+// OROCHI_H3_VAE_ENCODER_FULL names the folder that script filled (vae/, reference.safetensors,
+// reference.json), and without a GPU.
+//   image 3648x2048 and video 124 x 1344x768: ours TF32 vs diffusers' default (TF32), the image also fp32 vs
+//   fp32; moments and latents rel L2 (goal <= 1e-3), seconds side by side (goal <= 0.7x), planned memory.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/h3_video_vae/cuda/gpu_encoder.h"
+#include "models/h3_video_vae/encoder_posterior.h"
+#include "test_cuda_ops_support.h"
+#include "weights/checkpoint.h"
+
+namespace orochi {
+namespace {
+
+using namespace cuda_test;
+using h3vae::gpu::GpuVideoEncoder;
+
+// uint8 [3, F, H, W] = (7x + 13y + 71c + 29f + (x·y mod 31)) mod 256, as the script's pattern_pixels.
+Tensor pattern_pixels(int64_t frames, int64_t height, int64_t width) {
+  Tensor t = Tensor::uninitialized({3, frames, height, width}, DType::kU8);
+  uint8_t* p = t.data<uint8_t>();
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t y = 0; y < height; ++y)
+        for (int64_t x = 0; x < width; ++x)
+          *p++ = static_cast<uint8_t>((7 * x + 13 * y + 71 * c + 29 * f + (x * y) % 31) % 256);
+  return t;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+class EncoderFull : public GpuTest {
+ protected:
+  EncoderFull() : GpuTest(size_t{1} << 20) {}
+  void SetUp() override {
+    const char* dir = std::getenv("OROCHI_H3_VAE_ENCODER_FULL");
+    if (!dir || !*dir) GTEST_SKIP() << "set OROCHI_H3_VAE_ENCODER_FULL (scripts/device/compare_h3_video_vae_encoder.sh)";
+    dir_ = dir;
+    GpuTest::SetUp();
+  }
+  std::string dir_;
+};
+
+TEST_F(EncoderFull, MatchesDiffusersAndTimesSideBySide) {
+  Expected<h3vae::EncoderWeights> w = h3vae::load_encoder_weights(dir_ + "/vae");
+  ASSERT_TRUE(w.has_value()) << w.status().to_string();
+  Expected<weights::Checkpoint> ref = weights::Checkpoint::open(dir_ + "/reference.safetensors");
+  ASSERT_TRUE(ref.has_value()) << ref.status().to_string();
+  const nlohmann::json timing = nlohmann::json::parse(std::ifstream(dir_ + "/reference.json"));
+  const h3vae::EncodeOptions options;  // the release's tiling
+
+  struct Case {
+    std::string name;
+    int64_t frames, height, width;
+    cuda::ConvMath math;
+    std::string ref_prefix, ref_seconds;
+  };
+  const Case cases[] = {{"image 3648x2048 tf32", 1, 2048, 3648, cuda::ConvMath::kTf32, "image", "image_s"},
+                        {"video 124x1344x768 tf32", 124, 768, 1344, cuda::ConvMath::kTf32, "video", "video_s"},
+                        {"image 3648x2048 fp32", 1, 2048, 3648, cuda::ConvMath::kF32, "image_fp32", "image_fp32_s"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_OK_AND_ASSIGN(const h3vae::gpu::EncoderTileShape tile,
+                         h3vae::gpu::max_tile_shape(w->config, options, c.frames, c.height, c.width));
+    ASSERT_OK_AND_ASSIGN(auto enc, GpuVideoEncoder::create(w->config, 0, tile, c.math));
+    ASSERT_STATUS_OK(enc->upload(*w));
+    const Tensor u8 = pattern_pixels(c.frames, c.height, c.width);
+    // Warm-up: cuDNN's first calls per shape load kernels.
+    ASSERT_TRUE(enc->encode_moments(h3vae::normalize_pixels(pattern_pixels(c.frames == 1 ? 1 : 17, 256, 256)).value(),
+                                    options)
+                    .has_value());
+    ASSERT_OK_AND_ASSIGN(const Tensor x, h3vae::normalize_pixels(u8));
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_OK_AND_ASSIGN(const Tensor moments, enc->encode_moments(x, options));
+    const double ours_s = seconds_since(t0);
+    ASSERT_OK_AND_ASSIGN(const Tensor latents, enc->encode_condition(u8, options));
+    const Tensor ref_moments = ref->get(c.ref_prefix + ".moments").value().to(DType::kF32);
+    const Tensor ref_latents = ref->get(c.ref_prefix + ".latents").value().to(DType::kF32);
+    const testing::Comparison cm = testing::compare(moments, ref_moments);
+    const testing::Comparison cl = testing::compare(latents, ref_latents);
+    const double theirs_s = timing.value(c.ref_seconds, 0.0);
+    const double planned_gib = (enc->weight_bytes() + h3vae::gpu::encoder_activation_bytes(w->config, tile)) /
+                               static_cast<double>(size_t{1} << 30);
+    std::printf("[encoder-full] %-26s moments rel_l2=%.3e latents rel_l2=%.3e | ours %.3f s, diffusers %.3f s, "
+                "ratio %.3f | planned %.2f GiB (activations peak %.2f GiB)\n",
+                c.name.c_str(), cm.rel_l2, cl.rel_l2, ours_s, theirs_s, theirs_s > 0 ? ours_s / theirs_s : 0.0,
+                planned_gib, enc->activation_peak_bytes() / static_cast<double>(size_t{1} << 30));
+    std::fflush(stdout);
+    EXPECT_TRUE(cm.same_nonfinite && cm.rel_l2 <= 1e-3) << cm.summary();
+    EXPECT_TRUE(cl.same_nonfinite && cl.rel_l2 <= 1e-3) << cl.summary();
+  }
+}
+
+}  // namespace
+}  // namespace orochi
