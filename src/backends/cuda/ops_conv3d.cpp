@@ -168,13 +168,21 @@ Status Conv3dRunner::forward(const Tensor& x, const Tensor& w, const Tensor& bia
                                             p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
                                             p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
   };
+  // TF32 never means ALLOW_CONVERSION (fp32 operands rounded to fp16), which torch does not use either.
+  auto tf32_or_fp32 = [](const cudnnConvolutionFwdAlgoPerf_t& p) {
+    return p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  };
   int pick = -1;
   for (int i = 0; i < found && pick < 0; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && (math_ == ConvMath::kTf32 || plain_fp32(perf[i])) &&
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        (math_ == ConvMath::kTf32 ? tf32_or_fp32(perf[i]) : plain_fp32(perf[i])) &&
         perf[i].memory + DeviceArena::kAlignment <= scratch.available())
       pick = i;
   if (pick < 0) return Status(ErrorCode::kUnsupported, "cuDNN offers no fp32 algorithm for conv3d of " +
                                                            x.describe() + " with " + w.describe());
+  // The descriptor runs the algorithm with the math type cuDNN rated it for (its documented use).
+  OROCHI_RETURN_IF_ERROR(
+      cudnn_check(cudnnSetConvolutionMathType(d.conv, perf[pick].mathType), "cudnnSetConvolutionMathType"));
   const size_t mark = scratch.mark();
   void* workspace = nullptr;
   if (perf[pick].memory > 0) {
