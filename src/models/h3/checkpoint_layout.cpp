@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "weights/model_folder.h"
 
@@ -35,15 +36,32 @@ std::string fused_qkv_key(const std::string& name) {
   return k;
 }
 
+// The one shape and dtype check of a stored parameter: loading (read_checked) and `orochi inspect`
+// (check_parameter_shapes, headers only) refuse the same tensors with the same words.
+Status check_stored(const std::string& key, const Shape& stored, DType dtype, const Shape& shape) {
+  if (stored != shape)
+    return shape_mismatch(key + " has shape " + shape_to_string(stored) + ", expected " +
+                          shape_to_string(shape) + " for this config.json: wrong model or config?");
+  if (!dtype_is_float(dtype)) return shape_mismatch(key + " is " + dtype_name(dtype) + ", expected a float type");
+  return Status::ok();
+}
+
 Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const std::string& key, const Shape& shape,
                               bool as_stored) {
   OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(key));
-  if (t.shape() != shape)
-    return shape_mismatch(key + " has shape " + shape_to_string(t.shape()) + ", expected " +
-                          shape_to_string(shape) + " for this config.json: wrong model or config?");
-  if (!dtype_is_float(t.dtype()))
-    return shape_mismatch(key + " is " + dtype_name(t.dtype()) + ", expected a float type");
+  OROCHI_RETURN_IF_ERROR(check_stored(key, t.shape(), t.dtype(), shape));
   return as_stored ? t : t.to(DType::kF32);
+}
+
+// Where a diffusers parameter is stored and with which shape: the fused q/k/v of the original
+// release holds the three parts of every head.
+std::pair<std::string, Shape> stored_key_and_shape(const KeyLayout& layout, const ParamSpec& spec,
+                                                   const H3Config& config) {
+  if (layout.flavor == KeyFlavor::kDiffusers) return {layout.prefix + spec.name, spec.shape};
+  if (qkv_part(spec.name) >= 0)
+    return {layout.prefix + fused_qkv_key(spec.name),
+            Shape{3 * config.num_attention_heads * config.attention_head_dim, spec.shape[1]}};
+  return {layout.prefix + original_key(spec.name), spec.shape};
 }
 
 }  // namespace
@@ -123,6 +141,16 @@ Status check_checkpoint_keys(const weights::Checkpoint& ckpt, const KeyLayout& l
   }
   return weights::check_key_set(present, expected_checkpoint_keys(layout, config),
                                 "transformer checkpoint '" + ckpt.path() + "'");
+}
+
+Status check_parameter_shapes(const weights::Checkpoint& ckpt, const KeyLayout& layout, const H3Config& config) {
+  for (const ParamSpec& spec : h3_parameters(config)) {
+    const auto [key, shape] = stored_key_and_shape(layout, spec, config);
+    const weights::TensorInfo* info = ckpt.info(key);
+    if (info == nullptr) continue;  // check_checkpoint_keys names the missing keys
+    OROCHI_RETURN_IF_ERROR(check_stored(key, info->shape, info->dtype, shape));
+  }
+  return Status::ok();
 }
 
 Expected<Tensor> read_parameter(const weights::Checkpoint& ckpt, const KeyLayout& layout,

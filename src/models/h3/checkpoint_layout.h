@@ -35,6 +35,12 @@ std::vector<std::string> expected_checkpoint_keys(const KeyLayout& layout, const
 Status check_checkpoint_keys(const weights::Checkpoint& checkpoint, const KeyLayout& layout,
                              const H3Config& config);
 
+// Every present parameter's stored shape and dtype against the config, from the headers alone (no
+// data read): read_parameter's check and words, for `orochi inspect`. Missing keys are left to
+// check_checkpoint_keys.
+Status check_parameter_shapes(const weights::Checkpoint& checkpoint, const KeyLayout& layout,
+                              const H3Config& config);
+
 // Reads one parameter in diffusers layout (un-fusing q/k/v and swapping the fc1 halves for the
 // original flavour): a contiguous f32 tensor, or with `as_stored` in the checkpoint's own float
 // dtype (a zero-copy view of the mapped file where no un-fusing is needed). Wrong shapes are

@@ -2,18 +2,17 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
+
+#include "weights/config_fields.h"
 
 namespace orochi::h3 {
 namespace {
 
-template <typename T>
-Status read_field(const nlohmann::json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_number()) return invalid_argument(std::string("config.json: '") + key + "' must be a number");
-  out = it->get<T>();
-  return Status::ok();
-}
+// Every size is a JSON integer and every epsilon / theta a number (weights/config_fields.h): a
+// config with "hidden_size": 24.5 is refused by name instead of read as 24.
+Status read_field(const nlohmann::json& j, const char* key, int64_t& out) { return weights::read_int_field(j, key, out); }
+Status read_field(const nlohmann::json& j, const char* key, double& out) { return weights::read_double_field(j, key, out); }
 
 }  // namespace
 
@@ -41,15 +40,9 @@ Expected<H3Config> H3Config::from_json(const nlohmann::json& j) {
   OROCHI_RETURN_IF_ERROR(read_field(j, "norm_eps", c.norm_eps));
   OROCHI_RETURN_IF_ERROR(read_field(j, "qk_norm_eps", c.qk_norm_eps));
   OROCHI_RETURN_IF_ERROR(read_field(j, "final_norm_eps", c.final_norm_eps));
-  if (auto it = j.find("patch_size"); it != j.end() && !it->is_null()) {
-    if (!it->is_array() || it->size() != 3)
-      return invalid_argument("config.json: 'patch_size' must be a list of 3 integers (t, h, w)");
-    for (int i = 0; i < 3; ++i) {
-      if (!(*it)[i].is_number_integer())
-        return invalid_argument("config.json: 'patch_size' must hold integers");
-      c.patch_size[i] = (*it)[i].get<int64_t>();
-    }
-  }
+  std::vector<int64_t> patch(c.patch_size.begin(), c.patch_size.end());
+  OROCHI_RETURN_IF_ERROR(weights::read_int_list_field(j, "patch_size", patch, 3));  // (t, h, w)
+  for (int i = 0; i < 3; ++i) c.patch_size[i] = patch[i];
   OROCHI_RETURN_IF_ERROR(c.validate().with_context("config.json"));
   return c;
 }
