@@ -63,10 +63,10 @@ TEST(Cli, BadInputGetsAClearError) {
   r = run("forward --width 100");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("multiple of 32"), std::string::npos) << r.output;
-  r = run("forward --seed x");
-  EXPECT_EQ(r.code, 1);
+  r = run("forward --seed x");  // usage errors exit 2 (issue 21)
+  EXPECT_EQ(r.code, 2);
   r = run("forward --bogus 1");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--bogus"), std::string::npos) << r.output;
   r = run("frobnicate");
   EXPECT_EQ(r.code, 2);
@@ -77,15 +77,16 @@ TEST(Cli, BenchTextRefusesInconsistentOptions) {
   struct Case {
     const char* args;
     const char* says;
+    int code;  // 2: a value outside its option's range (usage); 1: options that do not go together
   };
-  for (const Case& c : {Case{"bench text --layers 20 --stream-layers 21", "--stream-layers must be in 0..--layers"},
-                        Case{"bench text --stream-layers 2 --slots 0", "--slots >= 1"},
-                        Case{"bench text --tier disk", "--tier is host or peer"},
-                        Case{"bench text --write-checkpoint /tmp/x --stream-layers 3", "every layer resident"},
-                        Case{"bench text --write-checkpoint /tmp/x --checkpoint /tmp/y", "every layer resident"},
-                        Case{"bench text --layers 65", "--layers must be in 1..64"}}) {
+  for (const Case& c : {Case{"bench text --layers 20 --stream-layers 21", "--stream-layers must be in 0..--layers", 1},
+                        Case{"bench text --stream-layers 2 --slots 0", "--slots must be an integer in [1, 64]", 2},
+                        Case{"bench text --tier disk", "--tier must be one of host, peer", 2},
+                        Case{"bench text --write-checkpoint /tmp/x --stream-layers 3", "every layer resident", 1},
+                        Case{"bench text --write-checkpoint /tmp/x --checkpoint /tmp/y", "every layer resident", 1},
+                        Case{"bench text --layers 65", "--layers must be an integer in [1, 64]", 2}}) {
     const Result r = run(c.args);
-    EXPECT_EQ(r.code, 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
   }
 }

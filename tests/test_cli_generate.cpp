@@ -101,8 +101,8 @@ TEST(CliGenerate, RefusesImpossibleSizesBeforeAnyWork) {
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(contains(r.output, "multiple of 32")) << r.output;
   EXPECT_TRUE(contains(r.output, "try 96x192")) << r.output;
-  r = run("--steps 0" + out);
-  EXPECT_EQ(r.code, 1);
+  r = run("--steps 0" + out);  // outside the option's range: a usage error
+  EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.output, "--steps")) << r.output;
   r = run("--out /nonexistent-folder/x.mp4");
   EXPECT_EQ(r.code, 1);
@@ -117,10 +117,10 @@ TEST(CliGenerate, RefusesImpossibleSizesBeforeAnyWork) {
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(contains(r.output, "--gpus 2 needs --device cuda")) << r.output;
   r = run("--parallel ring" + out);
-  EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(contains(r.output, "--parallel must be auto, tp, sp or tpxsp")) << r.output;
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.output, "--parallel must be auto, none, tpN, spN or tpNxspM")) << r.output;
   r = run("--comm-timeout 0" + out);
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.output, "--comm-timeout")) << r.output;
   EXPECT_EQ(dir.entries(), 0u) << "a refused request left a file behind";
 }

@@ -1,7 +1,11 @@
-// A small `--name value` / `--flag` parser for the subcommands: unknown options and malformed
-// numbers are user errors with the option named, never a crash.
+// The one option parser of every orochi command: `--name value`, `--name=value` and `--flag`.
+// Every mistake it finds is a usage error (ErrorCode::kUsage, exit code 2 through fail()) that names
+// the option: an unknown option, a missing value, an option name where a value belongs
+// (`--out --quiet`), an option given twice, a value that is not a number or is outside its range.
+// Numbers are never clamped: a value the option cannot take is refused.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -13,22 +17,48 @@ namespace orochi::apps {
 
 class Args {
  public:
-  // `valued`: options that take a value; `flags`: options that do not. Other words are positionals.
+  // `valued`: options that take a value; `flags`: options that do not. `--help` is always a flag.
+  // Other words are positionals; after `--` every word is one.
   static Expected<Args> parse(const std::vector<std::string>& argv, const std::set<std::string>& valued,
                               const std::set<std::string>& flags);
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   const std::vector<std::string>& positionals() const { return positionals_; }
   std::string get(const std::string& name, const std::string& fallback) const;
-  Expected<int64_t> get_int(const std::string& name, int64_t fallback) const;
-  Expected<double> get_double(const std::string& name, double fallback) const;
+
+  // Integers in [min, max] (inclusive), decimal digits with an optional leading '-'.
+  Expected<int64_t> get_int(const std::string& name, int64_t fallback, int64_t min = INT64_MIN,
+                            int64_t max = INT64_MAX) const;
+  // Unsigned 64-bit integers: [0, 2^64 - 1], e.g. --seed; "-1" is refused, never wrapped.
+  Expected<uint64_t> get_uint64(const std::string& name, uint64_t fallback) const;
+  // Finite numbers in [min, max]; nan and inf are refused.
+  Expected<double> get_double(const std::string& name, double fallback, double min = -1.7976931348623157e308,
+                              double max = 1.7976931348623157e308) const;
+  // One of `choices`; the error lists them.
+  Expected<std::string> get_choice(const std::string& name, const std::string& fallback,
+                                   const std::vector<std::string>& choices) const;
 
  private:
   std::map<std::string, std::string> values_;
   std::vector<std::string> positionals_;
 };
 
-// Prints "orochi: <message>" to stderr and returns exit code 1.
+// Integer text to a number with the range checks of Args::get_int / get_uint64, for values that do
+// not come from an option (a `WxH` canvas, a `tp2` layout). `what` names the value in the error.
+Expected<int64_t> parse_int(const std::string& what, const std::string& text, int64_t min = INT64_MIN,
+                            int64_t max = INT64_MAX);
+Expected<uint64_t> parse_uint64(const std::string& what, const std::string& text);
+Expected<double> parse_double(const std::string& what, const std::string& text, double min = -1.7976931348623157e308,
+                              double max = 1.7976931348623157e308);
+
+// The exit code for an error: 2 for usage errors (the command line is wrong), 1 for the others.
+int exit_code_for(const Status& status);
+
+// Prints "orochi: <message>" to stderr (usage errors add where the command's help is) and returns
+// exit_code_for(status).
 int fail(const Status& status);
+
+// The command being run ("generate", "bench dit"), for fail()'s pointer to its help; main sets it.
+void set_current_command(const std::string& command);
 
 }  // namespace orochi::apps

@@ -33,22 +33,12 @@
 namespace orochi::apps {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: orochi bench text [--tokens 256] [--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 7] "
-    "[--json] [--dump-outputs PATH]\n"
-    "       [--checkpoint DIR | --write-checkpoint DIR] [--stream-layers N [--tier host|peer] [--slots 2]]\n"
-    "  Qwen3-VL-32B text stack, random weights of the real shapes (bf16), token i = (i * 7919 + seed) mod vocab.\n"
-    "  --checkpoint DIR: the weights of a text_encoder/ folder instead, load time reported (page cache -> GPU).\n"
-    "  --write-checkpoint DIR: write the random weights there as a Qwen3VLTextModel folder (bf16).\n"
-    "  --stream-layers N: the last N layers stay in pinned host RAM (or on the other GPU) and stream in.\n"
-    "  --dump-outputs PATH: write token_ids (i64 [L]) and hidden (f32 [L, 5120], the residual stream after\n"
-    "  --layers layers) to the safetensors file PATH (for scripts/device/compare_qwen3vl_full.py)";
-
 // Deterministic ids that spread over the whole vocabulary (7919 is prime, so consecutive tokens
 // land far apart in the embedding table) and need no tokenizer: i64 [L].
-Tensor bench_token_ids(int64_t tokens, int64_t seed, int64_t vocab) {
+Tensor bench_token_ids(int64_t tokens, uint64_t seed, int64_t vocab) {
   std::vector<int64_t> ids(static_cast<size_t>(tokens));
-  for (int64_t i = 0; i < tokens; ++i) ids[static_cast<size_t>(i)] = (i * 7919 + seed) % vocab;
+  const int64_t offset = static_cast<int64_t>(seed % static_cast<uint64_t>(vocab));  // the same ids as before for small seeds
+  for (int64_t i = 0; i < tokens; ++i) ids[static_cast<size_t>(i)] = (i * 7919 + offset) % vocab;
   return Tensor::from_ints(ids, {tokens});
 }
 
@@ -93,24 +83,23 @@ int run_bench_text(const std::vector<std::string>& argv) {
                                      "checkpoint", "write-checkpoint", "stream-layers", "tier", "slots"},
                                     {"json"});
   if (!args) return fail(args.status());
-  if (args->positionals().size() != 1 || args->positionals()[0] != "text") return fail(invalid_argument(kUsage));
-  Expected<int64_t> tokens = args->get_int("tokens", 256), layers = args->get_int("layers", 50);
-  Expected<int64_t> warmup = args->get_int("warmup", 2), iters = args->get_int("iters", 5);
-  Expected<int64_t> device = args->get_int("device", 0), seed = args->get_int("seed", 7);
-  Expected<int64_t> stream_layers = args->get_int("stream-layers", 0), slots = args->get_int("slots", 2);
-  for (const Status& s : {tokens.status(), layers.status(), warmup.status(), iters.status(), device.status(),
-                          seed.status(), stream_layers.status(), slots.status()})
-    if (!s.is_ok()) return fail(s);
+  if (args->positionals().size() != 1 || args->positionals()[0] != "text")
+    return fail(usage_error("bench text takes no other word, got " + std::to_string(args->positionals().size() - 1)));
   const qwen3vl::TextConfig config = qwen3vl::TextConfig::qwen3vl_32b();
-  if (*iters < 1 || *warmup < 0 || *tokens < 1 || *seed < 0 || *device < 0)
-    return fail(invalid_argument("--iters and --tokens must be >= 1; --warmup, --seed and --device >= 0"));
-  if (*layers < 1 || *layers > config.num_hidden_layers)
-    return fail(invalid_argument("--layers must be in 1.." + std::to_string(config.num_hidden_layers) + ", got " +
-                                 std::to_string(*layers)));
-  if (*stream_layers < 0 || *stream_layers > *layers || *slots < 1)
-    return fail(invalid_argument("--stream-layers must be in 0..--layers and --slots >= 1"));
-  const std::string tier = args->get("tier", "host");
-  if (tier != "host" && tier != "peer") return fail(invalid_argument("--tier is host or peer, got '" + tier + "'"));
+  // Range errors are usage errors (exit 2); the limits are those `orochi help bench text` states.
+  Expected<int64_t> tokens = args->get_int("tokens", 256, 1, 65536);
+  Expected<int64_t> layers = args->get_int("layers", 50, 1, config.num_hidden_layers);
+  Expected<int64_t> warmup = args->get_int("warmup", 2, 0), iters = args->get_int("iters", 5, 1);
+  Expected<int64_t> device = args->get_int("device", 0, 0, 1023);
+  Expected<uint64_t> seed = args->get_uint64("seed", 7);
+  Expected<int64_t> stream_layers = args->get_int("stream-layers", 0, 0), slots = args->get_int("slots", 2, 1, 64);
+  Expected<std::string> tier = args->get_choice("tier", "host", {"host", "peer"});
+  for (const Status& s : {tokens.status(), layers.status(), warmup.status(), iters.status(), device.status(),
+                          seed.status(), stream_layers.status(), slots.status(), tier.status()})
+    if (!s.is_ok()) return fail(s);
+  if (*stream_layers > *layers)
+    return fail(invalid_argument("--stream-layers must be in 0..--layers (" + std::to_string(*layers) + "), got " +
+                                 std::to_string(*stream_layers)));
   if (args->has("write-checkpoint") && (*stream_layers > 0 || args->has("checkpoint")))
     return fail(invalid_argument("--write-checkpoint writes the random weights with every layer resident: drop "
                                  "--stream-layers and --checkpoint"));
@@ -134,8 +123,8 @@ int run_bench_text(const std::vector<std::string>& argv) {
     streaming.streamed.assign(static_cast<size_t>(*layers), false);
     std::fill(streaming.streamed.end() - *stream_layers, streaming.streamed.end(), true);
     streaming.slots = static_cast<int>(*slots);
-    streaming.tier = tier == "peer" ? weights::WeightTier::kPeer : weights::WeightTier::kHost;
-    streaming.peer_device = tier == "peer" ? (dev == 0 ? 1 : 0) : -1;
+    streaming.tier = *tier == "peer" ? weights::WeightTier::kPeer : weights::WeightTier::kHost;
+    streaming.peer_device = *tier == "peer" ? (dev == 0 ? 1 : 0) : -1;
   }
   size_t free_before = 0, total = 0;
   if (Status s = cuda::cuda_status(cudaSetDevice(dev), "cudaSetDevice"); !s.is_ok()) return fail(s);
@@ -157,7 +146,7 @@ int run_bench_text(const std::vector<std::string>& argv) {
   } else {
     std::fprintf(stderr, "[orochi] Qwen3-VL text bench: %lld tokens, %lld layers; generating weights on GPU %d...\n",
                  static_cast<long long>(*tokens), static_cast<long long>(*layers), dev);
-    if (Status s = (*encoder)->init_random(static_cast<uint64_t>(*seed)); !s.is_ok()) return fail(s);
+    if (Status s = (*encoder)->init_random(*seed); !s.is_ok()) return fail(s);
   }
   const double init_s = seconds_since(t_init);
   if (args->has("write-checkpoint")) {

@@ -1,4 +1,5 @@
-// `orochi inspect [PATH] [--json]`: what a checkpoint holds, from its headers alone.
+// `orochi inspect [PATH] [--json]`: what a checkpoint holds, from its headers alone, and whether it
+// matches its config.json: the keys and every tensor's shape and dtype, checked as loading checks them.
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -61,7 +62,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   if (!args) return fail(args.status());
   const bool json = args->has("json");
   if (args->positionals().empty()) return inspect_demo(json);
-  if (args->positionals().size() > 1) return fail(invalid_argument("inspect takes one PATH"));
+  if (args->positionals().size() > 1) return fail(usage_error("inspect takes one PATH, got " + std::to_string(args->positionals().size())));
   const std::string path = args->positionals()[0];
 
   Expected<weights::ModelFolder> folder = weights::ModelFolder::open(path);
@@ -71,6 +72,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   Expected<h3::KeyLayout> layout = h3::detect_key_layout(folder->weights);
   if (!layout) return fail(layout.status());
   const Status keys = h3::check_checkpoint_keys(folder->weights, *layout, *config);
+  const Status shapes = h3::check_parameter_shapes(folder->weights, *layout, *config);
   const h3::ParamSummary s = h3::summarize_checkpoint(folder->weights, layout->prefix);
 
   if (json) {
@@ -80,7 +82,8 @@ int run_inspect(const std::vector<std::string>& argv) {
                      {"files", folder->weights.files()},
                      {"config", folder->config},
                      {"summary", summary_json(s)},
-                     {"key_check", keys.is_ok() ? "ok" : keys.message()}};
+                     {"key_check", keys.is_ok() ? "ok" : keys.message()},
+                     {"shape_check", shapes.is_ok() ? "ok" : shapes.message()}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("MiniMax-H3 transformer: %s\n", path.c_str());
@@ -90,6 +93,7 @@ int run_inspect(const std::vector<std::string>& argv) {
     print_summary(s);
   }
   if (!keys.is_ok()) return fail(keys);
+  if (!shapes.is_ok()) return fail(shapes.with_context(path));
   return 0;
 }
 

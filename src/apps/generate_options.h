@@ -12,28 +12,35 @@
 
 namespace orochi::apps {
 
+// The help text (apps/help.cpp's); main.cpp answers --help before parse_generate_options runs.
 extern const char* const kGenerateUsage;
 
 struct GenerateOptions {
   std::optional<std::string> model_dir, text_features, prompt;
   int64_t text_layer = 0;
-  int64_t width = 0, height = 0, frames = 0, steps = 0, seed = 0, crf = 18;
+  int64_t width = 0, height = 0, frames = 0, steps = 0, crf = 18;
+  uint64_t seed = 0;  // every value in [0, 2^64 - 1]
   double video_shift = 0, audio_shift = 0;
-  std::string out, device;
+  std::string out;
+  std::string device;            // cpu, cuda:N; empty: the engine's default (engine::EngineOptions)
   int64_t gpus = 1;              // GPUs from --device on that share the denoiser
-  std::string parallel = "auto"; // how they share it: auto, tp, sp, tpxsp
+  std::string parallel = "auto"; // how they share it (the planner's vocabulary; the engine checks it)
   int64_t comm_timeout_s = 60;   // deadline of every collective
+  std::string set;               // --set NAME=VALUE[,...]: run switches (the engine checks them)
   int64_t text_rows = 0;
   bool json = false, quiet = false, random_weights = false;
   bool on_gpu() const { return device.rfind("cuda", 0) == 0; }
   int gpu_index() const { return device.size() > 5 ? std::atoi(device.c_str() + 5) : 0; }
 };
 
-// Parses and defaults the options (defaults depend on demo / checkpoint / --random-weights).
+// Parses and defaults the options (defaults depend on demo / checkpoint / --random-weights). The
+// parser's errors and the values outside their stated limits (apps/request_limits.h) are usage
+// errors (exit 2); combinations that cannot run are invalid_argument (exit 1).
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv);
 
-// Everything that can be refused before loading a weight: sizes, steps, output file, encoder,
-// conditioning, the tokenizer and text encoder's config, host RAM for a CPU run.
+// Everything that can be refused before loading a weight and needs no engine: sizes, the output
+// pair (io::check_output_target), the MP4 encoder, conditioning, the tokenizer and the text
+// encoder's config. (Host RAM and GPUs are the engine's checks.)
 Status check_generate_request(const GenerateOptions& o);
 
 }  // namespace orochi::apps

@@ -1,0 +1,213 @@
+#include "apps/help.h"
+
+#include "apps/request_limits.h"
+
+namespace orochi::apps {
+namespace {
+
+// The request limits, spelled once for every command that takes a canvas and frames.
+#define OROCHI_CANVAS_LIMITS "multiples of 32 px, 32 to 8192 per side"
+#define OROCHI_FRAMES_LIMITS "17n + 5 frames at 24 fps, 5 to 17005"
+#define OROCHI_SEED_LIMITS "0 to 18446744073709551615 (2^64 - 1)"
+#define OROCHI_TEXT_ROWS_LIMITS "1 to 65536"
+#define OROCHI_STEPS_LIMITS "1 to 1000"
+static_assert(limits::kCanvasMinSide == 32 && limits::kCanvasMaxSide == 8192 && limits::kCanvasMultiple == 32);
+static_assert(limits::kFramesMin == 5 && limits::kFramesMax == 17005);
+static_assert(limits::kTextRowsMin == 1 && limits::kTextRowsMax == 65536);
+static_assert(limits::kStepsMin == 1 && limits::kStepsMax == 1000);
+
+constexpr const char* kGenerateHelp =
+    "usage: orochi generate [MODEL_DIR] [options]\n"
+    "  text to video with audio: an MP4 (H.264 + stereo AAC) and its stage report (JSON) beside it\n"
+    "  MODEL_DIR              a diffusers-layout MiniMax-H3 folder (transformer/, vae/, audio_vae/);\n"
+    "                         without it: the built-in tiny demo model (random weights, CPU)\n"
+    "  --prompt TEXT          the prompt, through MODEL_DIR's tokenizer/ and text_encoder/ (Qwen3-VL, the\n"
+    "                         residual after layer --text-layer, default 50), on --device\n"
+    "  --text-layer N         the text encoder layer whose residual conditions the denoiser (default 50;\n"
+    "                         1 to the encoder's layer count)\n"
+    "  --text-features FILE   instead of --prompt: safetensors with prompt_embeds [L, 5120]; the demo\n"
+    "                         uses random features\n"
+    "  --width W --height H   canvas, " OROCHI_CANVAS_LIMITS " (demo 320x192, checkpoint\n"
+    "                         1344x768)\n"
+    "  --frames F             " OROCHI_FRAMES_LIMITS " (default 124 = 5.2 s)\n"
+    "  --steps N              denoiser evaluations, " OROCHI_STEPS_LIMITS " (demo 8, checkpoint 20)\n"
+    "  --seed S               noise seed, " OROCHI_SEED_LIMITS " (default 0); the same seed\n"
+    "                         gives the same video on any device\n"
+    "  --video-shift X --audio-shift Y   schedule shifts, finite numbers > 0 (default 12 and 3, the\n"
+    "                         release's)\n"
+    "  --out PATH             the MP4 to write (default output.mp4): a file in an existing, writable\n"
+    "                         folder, not a folder, device or FIFO; the stage report goes beside it with\n"
+    "                         .json for the extension (so PATH must not end in .json). Both are checked\n"
+    "                         before any work, written under temporary names and renamed into place\n"
+    "                         (the report after the video, an old report removed first); Ctrl-C removes\n"
+    "                         the temporary files\n"
+    "  --crf Q                H.264 quality 0 to 51 (default 18)\n"
+    "  --device D             cpu, cuda or cuda:N (default: cpu for the demo, cuda:0 for a checkpoint when\n"
+    "                         this build and machine have a GPU)\n"
+    "  --gpus N               the denoiser on N GPUs from --device on, 1 to 64, every GPU on this video\n"
+    "                         (default 1); the decoders run on the first\n"
+    "  --parallel MODE        how N GPUs share it: auto (the planner decides: sequence parallel when the\n"
+    "                         model fits on each GPU, else the least tensor parallel that fits), none,\n"
+    "                         tpN (tensor parallel), spN (sequence parallel) or tpNxspM (both)\n"
+    "  --comm-timeout S       seconds (>= 1) any GPU-to-GPU exchange may take before the run stops with an\n"
+    "                         error naming the rank (default 60)\n"
+    "  --set NAME=VALUE[,NAME=VALUE...]   run switches (those the OROCHI_* environment variables set;\n"
+    "                         the command line wins); an unknown name or value is refused with the valid\n"
+    "                         ones, and the report records them\n"
+    "  --random-weights       the released shapes (33 B denoiser, 2.4 B video VAE, 151 M audio VAE) with\n"
+    "                         random weights generated on the GPU: the full-size pipeline without a\n"
+    "                         checkpoint, for benchmarks (needs --device cuda)\n"
+    "  --text-rows L          rows of random text features without --text-features / --prompt,\n"
+    "                         " OROCHI_TEXT_ROWS_LIMITS " (demo 32, else 256; also the plan's estimate of a\n"
+    "                         prompt's length)\n"
+    "  --json                 print the stage report as JSON on stdout\n"
+    "  --quiet                no progress lines\n"
+    "  --help, -h             this text\n";
+
+constexpr const char* kPlanHelp =
+    "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
+    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|auto|tpN|spN|tpNxspM]\n"
+    "                   [--tiers resident,peer,host] [--staging-slots 2] [--link nvlink|pcie]\n"
+    "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
+    "  the memory plan of a request per GPU and phase, from configs alone (no weights loaded)\n"
+    "  --model        'h3' (released configs, default) or a diffusers-layout folder: only the config.json files of\n"
+    "                 transformer/, vae/, audio_vae/ and text_encoder/ are read\n"
+    "  --res          a named canvas or WxH, " OROCHI_CANVAS_LIMITS "\n"
+    "  --frames       " OROCHI_FRAMES_LIMITS "\n"
+    "  --steps        " OROCHI_STEPS_LIMITS "\n"
+    "  --text-rows    text rows of the request, " OROCHI_TEXT_ROWS_LIMITS "\n"
+    "  --vram-per-gpu usable GiB per GPU (139 = an H200)\n"
+    "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; tpNxspM: both, on N x M\n"
+    "                 GPUs; GPUs beyond them store weights; auto: the layout `generate --gpus N` takes\n"
+    "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
+    "  --help, -h     this text\n"
+    "  plan's exit code 1 also means: the request does not fit\n";
+
+constexpr const char* kForwardHelp =
+    "usage: orochi forward [TRANSFORMER_DIR] [--width W --height H --frames F --text-rows L --seed S\n"
+    "                      --t-video T --t-audio T --json]\n"
+    "  one MiniMax-H3 denoiser forward over a packed t2va layout with random inputs, on the CPU; without\n"
+    "  TRANSFORMER_DIR the built-in tiny demo model\n"
+    "  --width W --height H   canvas, " OROCHI_CANVAS_LIMITS " (demo 128x64, else 256x256)\n"
+    "  --frames F             " OROCHI_FRAMES_LIMITS " (default 22)\n"
+    "  --text-rows L          " OROCHI_TEXT_ROWS_LIMITS " (default 16)\n"
+    "  --seed S               random inputs' seed, " OROCHI_SEED_LIMITS " (default 0)\n"
+    "  --t-video T --t-audio T   timesteps in [0, 1], 1 = clean (default 0.3 and 0.4)\n"
+    "  --json                 the layout, timings and statistics as JSON\n"
+    "  --help, -h             this text\n";
+
+constexpr const char* kInspectHelp =
+    "usage: orochi inspect [TRANSFORMER_DIR] [--json]\n"
+    "  a MiniMax-H3 transformer checkpoint's config, parameters per module group, dtypes and bytes, from\n"
+    "  the safetensors headers alone; every tensor's shape is checked against config.json as generate\n"
+    "  checks it, and unknown or missing keys are named. Without TRANSFORMER_DIR: the built-in tiny demo\n"
+    "  model. Exit 1 when the checkpoint does not match its config.\n"
+    "  --json         the same as JSON\n"
+    "  --help, -h     this text\n";
+
+constexpr const char* kBenchHelp =
+    "usage: orochi bench dit|text [options]   (CUDA build, on a GPU; random weights of the real shapes)\n"
+    "  dit    the MiniMax-H3 denoiser forward: `orochi help bench dit`\n"
+    "  text   the Qwen3-VL-32B text stack H3 conditions on: `orochi help bench text`\n";
+
+constexpr const char* kBenchDitHelp =
+    "usage: orochi bench dit [--res 480p|768p|WxH] [--frames 124] [--text-rows 256] [--layers 50] [--warmup 2]\n"
+    "                        [--iters 5] [--device 0] [--seed 1] [--json] [--profile] [--dump-outputs PATH]\n"
+    "                        [--gpus 1] [--parallel auto|none|tpN|spN|tpNxspM] [--comm-timeout 60]\n"
+    "                        [--vram-per-gpu GiB [--tier host|peer] [--slots 2]] [--set NAME=VALUE,...]\n"
+    "  the H3 denoiser forward on a GPU with random weights of the real shapes, generated on the GPU\n"
+    "  --res             480p, 768p or WxH (" OROCHI_CANVAS_LIMITS ")\n"
+    "  --frames F        " OROCHI_FRAMES_LIMITS "\n"
+    "  --text-rows L     " OROCHI_TEXT_ROWS_LIMITS "\n"
+    "  --layers N        denoiser blocks (default 50); --iters >= 1, --warmup >= 0\n"
+    "  --gpus N          N GPUs from --device on on the same request, laid out by --parallel\n"
+    "  --vram-per-gpu GiB   hold the weights the planner places for that cap; the other blocks stream\n"
+    "                    from pinned host RAM (--tier host) or the next GPU (--tier peer) through --slots slots\n"
+    "  --profile         per-stage times of every rank\n"
+    "  --dump-outputs PATH   after the timed forwards, write the last forward's video/audio outputs (f32)\n"
+    "                    with its inputs, layout and timesteps to the safetensors file PATH (for\n"
+    "                    scripts/device/compare_h3_full.py)\n"
+    "  --set NAME=VALUE,...  run switches (kernel variants, SP schemes); an unknown name or value is refused\n"
+    "                    with the valid ones\n"
+    "  --help, -h        this text\n";
+
+constexpr const char* kBenchTextHelp =
+    "usage: orochi bench text [--tokens 256] [--layers 50] [--warmup 2] [--iters 5] [--device 0] [--seed 7]\n"
+    "                         [--json] [--dump-outputs PATH]\n"
+    "                         [--checkpoint DIR | --write-checkpoint DIR] [--stream-layers N [--tier host|peer]\n"
+    "                         [--slots 2]]\n"
+    "  the Qwen3-VL-32B text stack on a GPU, random weights of the real shapes (bf16), token\n"
+    "  i = (i * 7919 + seed) mod vocab\n"
+    "  --tokens L        prompt tokens, " OROCHI_TEXT_ROWS_LIMITS "\n"
+    "  --layers N        decoder layers, 1 to 64 (the residual after N layers, as H3 reads it at 50)\n"
+    "  --iters >= 1, --warmup >= 0, --device >= 0, --seed " OROCHI_SEED_LIMITS "\n"
+    "  --checkpoint DIR  the weights of a text_encoder/ folder instead, load time reported (page cache -> GPU)\n"
+    "  --write-checkpoint DIR   write the random weights there as a Qwen3VLTextModel folder (bf16)\n"
+    "  --stream-layers N the last N layers (0 to --layers) stay in pinned host RAM (--tier host) or on the\n"
+    "                    other GPU (--tier peer) and stream in through --slots (>= 1) slots\n"
+    "  --dump-outputs PATH   write token_ids (i64 [L]) and hidden (f32 [L, 5120], the residual stream after\n"
+    "                    --layers layers) to the safetensors file PATH (for scripts/device/compare_qwen3vl_full.py)\n"
+    "  --help, -h        this text\n";
+
+constexpr const char* kHelpHelp =
+    "usage: orochi help [COMMAND]\n"
+    "  the overview, or one command's options with their defaults and limits; `orochi COMMAND --help`\n"
+    "  (or -h) prints the same\n";
+
+}  // namespace
+
+const char* const kExitCodesHelp =
+    "exit codes: 0 done; 1 the request cannot be done (sizes the model cannot take, a missing or\n"
+    "  mismatched file, an output that cannot be written, not enough memory, no GPU); 2 usage: the\n"
+    "  command line is wrong (unknown command or option, a missing value, an option name where a value\n"
+    "  belongs, an option given twice, a value that is not a number or is outside its range);\n"
+    "  130 / 143 interrupted by SIGINT / SIGTERM (temporary files removed)\n";
+
+const std::vector<std::string>& help_topics() {
+  static const std::vector<std::string> topics = {"generate", "plan",      "forward",    "inspect",
+                                                  "bench",    "bench dit", "bench text", "help"};
+  return topics;
+}
+
+std::string command_help(const std::string& command) {
+  const char* text = nullptr;
+  if (command == "generate") text = kGenerateHelp;
+  if (command == "plan") text = kPlanHelp;
+  if (command == "forward") text = kForwardHelp;
+  if (command == "inspect") text = kInspectHelp;
+  if (command == "bench") text = kBenchHelp;
+  if (command == "bench dit") text = kBenchDitHelp;
+  if (command == "bench text") text = kBenchTextHelp;
+  if (command == "help") text = kHelpHelp;
+  if (text == nullptr) return "";
+  return std::string(text) + kExitCodesHelp;
+}
+
+std::string general_help() {
+  return std::string(
+             "usage: orochi <command> [options]     (orochi help <command>, or orochi <command> --help)\n"
+             "commands:\n"
+             "  generate [DIR]   text to video with audio: writes an MP4 (built-in tiny demo model without DIR)\n"
+             "  inspect [PATH]   print a checkpoint's config, parameter groups, dtypes and bytes; check its shapes\n"
+             "  forward [PATH]   run one MiniMax-H3 denoiser forward (built-in tiny model without PATH)\n"
+             "  plan             memory plan per GPU and phase for a request (no weights loaded)\n"
+             "  bench dit|text   time the H3 denoiser (dit) or the Qwen3-VL text stack (text) on a GPU with\n"
+             "                   random weights of the real shapes\n"
+             "  help [COMMAND]   this text, or a command's options and their limits\n"
+             "limits: canvas " OROCHI_CANVAS_LIMITS "; " OROCHI_FRAMES_LIMITS ";\n"
+             "  steps " OROCHI_STEPS_LIMITS "; seed " OROCHI_SEED_LIMITS "; text rows " OROCHI_TEXT_ROWS_LIMITS "\n") +
+         kExitCodesHelp;
+}
+
+std::string help_topic_requested(const std::string& command, const std::vector<std::string>& args) {
+  bool asked = false;
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") asked = true;
+  }
+  if (!asked) return "";
+  if (command == "bench" && !args.empty() && (args[0] == "dit" || args[0] == "text")) return "bench " + args[0];
+  return command;
+}
+
+}  // namespace orochi::apps
