@@ -58,7 +58,9 @@ class EncoderRun {
       const PreBlockParts p = pre_block(x);
       std::memcpy(projected.data<float>() + b * A * out_dim, p.out.data<float>(),
                   static_cast<size_t>(A * out_dim) * sizeof(float));
-      attn_parts.push_back(p.attn), proj_parts.push_back(p.proj), mlp_parts.push_back(p.mlp);
+      attn_parts.push_back(p.attn);
+      proj_parts.push_back(p.proj);
+      mlp_parts.push_back(p.mlp);
     }
     if (observer_) {
       observe("pre_block.attn", stack(attn_parts));
