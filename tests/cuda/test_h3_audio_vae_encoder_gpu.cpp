@@ -100,6 +100,7 @@ TEST_F(AudioEncoderGpuOps, ConvAnyMatchesCpuConv1d) {
     bool bias;
   };
   for (const Case& c : std::vector<Case>{{2, 1, 8, 50, 7, 1, 1, 3, 0, true},       // conv_in: one input channel
+                                         {2, 1, 1, 50, 7, 1, 1, 3, 0, true},       // tiny conv_in: 1 channel in and out
                                          {2, 8, 8, 60, 7, 1, 9, 27, 0, true},      // a residual unit's dilated conv
                                          {2, 8, 8, 60, 1, 1, 1, 0, 0, true},       // its 1x1 conv: one GEMM
                                          {2, 8, 16, 60, 4, 2, 1, 1, 0, true},      // the stride-2 block
