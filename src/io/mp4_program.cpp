@@ -27,12 +27,17 @@ bool is_executable_file(const fs::path& p) {
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
 }
 
-// A private folder under the temp dir, removed with its files when this goes out of scope.
+// A private folder under the temp dir, removed with its files when this goes out of scope, and by
+// SIGINT/SIGTERM (the files write_mp4_with_program puts there are registered, then the folder).
 struct ScratchDir {
   fs::path path;
   ScratchDir() {
+  std::vector<InterruptCleanup> cleanup;
     std::string templ = (fs::temp_directory_path() / "orochi_mp4_XXXXXX").string();
-    if (::mkdtemp(templ.data())) path = templ;
+    if (!::mkdtemp(templ.data())) return;
+    path = templ;
+    for (const char* name : {"video.y4m", "audio.wav", "log.txt"}) cleanup.emplace_back((path / name).string());
+    cleanup.emplace_back(path.string(), InterruptCleanup::Kind::kFolder);
   }
   ~ScratchDir() {
     std::error_code ec;
@@ -77,6 +82,7 @@ Status write_mp4_with_program(const std::string& program, const std::string& pat
   const std::string encoded = out.path() + ".mp4";
   std::vector<std::string> args = {program, "-nostdin", "-y", "-loglevel", "error", "-i", y4m.string()};
   if (audio) args.insert(args.end(), {"-i", wav.string()});
+  const InterruptCleanup encoded_cleanup(encoded);
   args.insert(args.end(), {"-map", "0:v:0", "-c:v", "libx264", "-crf", std::to_string(options.crf), "-preset",
                            options.preset, "-pix_fmt", "yuv420p"});
   if (audio) args.insert(args.end(), {"-map", "1:a:0", "-c:a", "aac", "-b:a", std::to_string(options.audio_bitrate)});
