@@ -113,5 +113,24 @@ TEST_F(EncoderGpuOps, Conv3dMatchesTheCpuInFp32AndTf32) {
   }
 }
 
+TEST_F(EncoderGpuOps, Conv3dAutotunedKeepsItsChoiceAndMatches) {
+  ASSERT_OK_AND_ASSIGN(auto runner, cuda::Conv3dRunner::create(stream(), cuda::ConvMath::kF32));
+  runner->set_autotune(true);
+  Tensor x = random_f32_values({16, 19, 18, 18}), w = random_f32_values({16, 16, 3, 3, 3}, 0.2f);
+  Tensor b = random_f32_values({16});
+  const Tensor want = cpu::conv3d(x, w, &b, {});
+  ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kF32, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor dw, cuda::upload(w, arena(), DType::kF32, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor dbias, cuda::upload(b, arena(), DType::kF32, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(want.shape(), DType::kF32));
+  ASSERT_STATUS_OK(runner->forward(dx, dw, dbias, 1, 1, dy, arena()));  // times the algorithms, then runs one
+  const Tensor first = to_host_f32(dy, stream());
+  check_case("conv3d_fp32_autotuned", "[16, 19, 18, 18]", first, want, 1e-5);
+  ASSERT_STATUS_OK(poison(dy, stream()));
+  ASSERT_STATUS_OK(runner->forward(dx, dw, dbias, 1, 1, dy, arena()));  // the kept choice: the same bits
+  const Tensor second = to_host_f32(dy, stream());
+  EXPECT_EQ(std::memcmp(first.data<float>(), second.data<float>(), first.nbytes()), 0);
+}
+
 }  // namespace
 }  // namespace orochi

@@ -62,18 +62,22 @@ TEST_F(EncoderFull, MatchesDiffusersAndTimesSideBySide) {
     int64_t frames, height, width;
     cuda::ConvMath math;
     std::string ref_prefix, ref_seconds;
+    bool autotune = false;
   };
   const Case cases[] = {{"image 3648x2048 tf32", 1, 2048, 3648, cuda::ConvMath::kTf32, "image", "image_s"},
                         {"video 124x1344x768 tf32", 124, 768, 1344, cuda::ConvMath::kTf32, "video", "video_s"},
-                        {"image 3648x2048 fp32", 1, 2048, 3648, cuda::ConvMath::kF32, "image_fp32", "image_fp32_s"}};
+                        {"image 3648x2048 fp32", 1, 2048, 3648, cuda::ConvMath::kF32, "image_fp32", "image_fp32_s"},
+                        {"video tf32 autotuned", 124, 768, 1344, cuda::ConvMath::kTf32, "video", "video_s", true}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     ASSERT_OK_AND_ASSIGN(const h3vae::gpu::EncoderTileShape tile,
                          h3vae::gpu::max_tile_shape(w->config, options, c.frames, c.height, c.width));
     ASSERT_OK_AND_ASSIGN(auto enc, GpuVideoEncoder::create(w->config, 0, tile, c.math));
     ASSERT_STATUS_OK(enc->upload(*w));
+    enc->set_conv_autotune(c.autotune);
     const Tensor u8 = pattern_pixels(c.frames, c.height, c.width);
-    // Warm-up: cuDNN's first calls per shape load kernels.
+    // Warm-up: cuDNN's first calls per shape load kernels (and, autotuning, time the algorithms of
+    // the 256 px tile shapes, which are all the full-size encode meets).
     ASSERT_TRUE(enc->encode_moments(h3vae::normalize_pixels(pattern_pixels(c.frames == 1 ? 1 : 17, 256, 256)).value(),
                                     options)
                     .has_value());

@@ -5,6 +5,7 @@
 #include <cudnn.h>
 
 #include <array>
+#include <map>
 #include <string>
 
 #include "backends/cuda/device_memory.h"
@@ -76,6 +77,12 @@ struct Conv3dRunner::Descriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  struct Plan {
+    cudnnConvolutionFwdAlgo_t algo;
+    cudnnMathType_t math;
+    size_t memory;
+  };
+  std::map<std::string, Plan> plans;  // by input shape, weight shape and strides
   ~Descriptors() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
     if (w) cudnnDestroyFilterDescriptor(w);
@@ -154,45 +161,66 @@ Status Conv3dRunner::forward(const Tensor& x, const Tensor& w, const Tensor& bia
   OROCHI_RETURN_IF_ERROR(cudnn_check(
       cudnnSetConvolutionMathType(d.conv, math_ == ConvMath::kTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
       "cudnnSetConvolutionMathType"));
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int found = 0;
-  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
-                                                                            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found,
-                                                                            perf),
-                                     "conv3d heuristics"));
-  // The first usable algorithm that keeps the math type asked for and whose workspace fits the
-  // scratch arena. kF32 means the reference's plain fp32 arithmetic: FMA math and a GEMM-form
-  // algorithm (FFT and Winograd transforms change the rounding far beyond summation order).
-  auto plain_fp32 = [](const cudnnConvolutionFwdAlgoPerf_t& p) {
-    return p.mathType == CUDNN_FMA_MATH && (p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
-                                            p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
-                                            p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
-  };
-  // TF32 never means ALLOW_CONVERSION (fp32 operands rounded to fp16), which torch does not use either.
-  auto tf32_or_fp32 = [](const cudnnConvolutionFwdAlgoPerf_t& p) {
-    return p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-  };
-  int pick = -1;
-  for (int i = 0; i < found && pick < 0; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-        (math_ == ConvMath::kTf32 ? tf32_or_fp32(perf[i]) : plain_fp32(perf[i])) &&
-        perf[i].memory + DeviceArena::kAlignment <= scratch.available())
-      pick = i;
-  if (pick < 0) return Status(ErrorCode::kUnsupported, "cuDNN offers no fp32 algorithm for conv3d of " +
-                                                           x.describe() + " with " + w.describe());
+  // The algorithm for this shape: chosen once (cuDNN's heuristics, or timed when autotuning) and kept.
+  const std::string key = shape_to_string(x.shape()) + shape_to_string(w.shape()) + std::to_string(stride_t) + "/" +
+                          std::to_string(stride_hw);
+  auto cached = d.plans.find(key);
+  if (cached == d.plans.end()) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int found = 0;
+    if (autotune_) {  // every algorithm timed on these very tensors (y is overwritten below anyway)
+      const size_t tune_mark = scratch.mark();
+      const size_t slack = 2 * DeviceArena::kAlignment;
+      const size_t bytes = scratch.available() > slack ? scratch.available() - slack : 0;
+      Expected<void*> ws = scratch.allocate(bytes);
+      if (!ws) return ws.status().with_context("conv3d autotune workspace");
+      const Status tuned = cudnn_check(cudnnFindConvolutionForwardAlgorithmEx(
+                                           d.handle, d.x, x.raw_data(), d.w, w.raw_data(), d.conv, d.y, y.raw_data(),
+                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, *ws, bytes),
+                                       "conv3d autotune");
+      scratch.reset(tune_mark);
+      OROCHI_RETURN_IF_ERROR(tuned);
+    } else {
+      OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, d.conv, d.y,
+                                                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                                                &found, perf),
+                                         "conv3d heuristics"));
+    }
+    // The first usable algorithm that keeps the math type asked for and whose workspace fits the
+    // scratch arena. kF32 means the reference's plain fp32 arithmetic: FMA math and a GEMM-form
+    // algorithm (FFT and Winograd transforms change the rounding far beyond summation order).
+    auto plain_fp32 = [](const cudnnConvolutionFwdAlgoPerf_t& p) {
+      return p.mathType == CUDNN_FMA_MATH && (p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
+                                              p.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+                                              p.algo == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+    };
+    // TF32 never means ALLOW_CONVERSION (fp32 operands rounded to fp16), which torch does not use either.
+    auto tf32_or_fp32 = [](const cudnnConvolutionFwdAlgoPerf_t& p) {
+      return p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    };
+    int pick = -1;
+    for (int i = 0; i < found && pick < 0; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+          (math_ == ConvMath::kTf32 ? tf32_or_fp32(perf[i]) : plain_fp32(perf[i])) &&
+          perf[i].memory + DeviceArena::kAlignment <= scratch.available())
+        pick = i;
+    if (pick < 0) return Status(ErrorCode::kUnsupported, "cuDNN offers no fp32 algorithm for conv3d of " +
+                                                             x.describe() + " with " + w.describe());
+    cached = d.plans.emplace(key, Descriptors::Plan{perf[pick].algo, perf[pick].mathType, perf[pick].memory}).first;
+  }
+  const Descriptors::Plan plan = cached->second;
   // The descriptor runs the algorithm with the math type cuDNN rated it for (its documented use).
-  OROCHI_RETURN_IF_ERROR(
-      cudnn_check(cudnnSetConvolutionMathType(d.conv, perf[pick].mathType), "cudnnSetConvolutionMathType"));
+  OROCHI_RETURN_IF_ERROR(cudnn_check(cudnnSetConvolutionMathType(d.conv, plan.math), "cudnnSetConvolutionMathType"));
   const size_t mark = scratch.mark();
   void* workspace = nullptr;
-  if (perf[pick].memory > 0) {
-    Expected<void*> ws = scratch.allocate(perf[pick].memory);
+  if (plan.memory > 0) {
+    Expected<void*> ws = scratch.allocate(plan.memory);
     if (!ws) return ws.status().with_context("conv3d workspace");
     workspace = *ws;
   }
   const float one = 1.0f, zero = 0.0f;
   Status s = cudnn_check(cudnnConvolutionForward(d.handle, &one, d.x, x.raw_data(), d.w, w.raw_data(), d.conv,
-                                                 perf[pick].algo, workspace, perf[pick].memory, &zero, d.y,
+                                                 plan.algo, workspace, plan.memory, &zero, d.y,
                                                  y.raw_data()),
                          "cudnnConvolutionForward");
   if (s.is_ok() && bias.defined()) {

@@ -39,8 +39,10 @@ Status add_into(const Tensor& acc, const Tensor& y, cudaStream_t stream);
 enum class ConvMath { kTf32, kF32 };
 
 // An unpadded 3-D convolution y = conv3d(x, w) + bias with strides, on one cuDNN handle bound to a
-// stream. The algorithm is cuDNN's heuristic first choice for the shape and math (deterministic:
-// the same shape picks the same algorithm). Workspace comes from `scratch`, released after the call.
+// stream. The algorithm is chosen once per shape and kept: cuDNN's heuristic first choice
+// (deterministic: every run picks the same), or with autotuning the fastest when timed on the
+// first call's tensors (faster, but two runs or GPUs may pick differently and differ in the last
+// bits). Workspace comes from `scratch`, released after the call.
 class Conv3dRunner {
  public:
   static Expected<std::unique_ptr<Conv3dRunner>> create(cudaStream_t stream, ConvMath math);
@@ -53,12 +55,15 @@ class Conv3dRunner {
   Status forward(const Tensor& x, const Tensor& w, const Tensor& bias, int64_t stride_t, int64_t stride_hw,
                  const Tensor& y, DeviceArena& scratch);
   ConvMath math() const { return math_; }
+  // Off by default. Shapes already seen keep their algorithm.
+  void set_autotune(bool on) { autotune_ = on; }
 
  private:
   Conv3dRunner() = default;
   struct Descriptors;
   std::unique_ptr<Descriptors> d_;
   ConvMath math_ = ConvMath::kTf32;
+  bool autotune_ = false;
 };
 
 }  // namespace orochi::cuda

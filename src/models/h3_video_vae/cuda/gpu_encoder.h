@@ -63,6 +63,10 @@ class GpuVideoEncoder {
   Expected<Tensor> encode_condition(const Tensor& pixels_u8, const EncodeOptions& options = {},
                                     uint64_t seed = 42);
 
+  // Time cuDNN's algorithms per conv shape on first use and keep the fastest (Conv3dRunner's
+  // autotune: faster, but runs may differ in the last bits). Off by default.
+  void set_conv_autotune(bool on) { conv_->set_autotune(on); }
+
   const VideoVaeConfig& config() const { return config_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
