@@ -31,8 +31,8 @@ bool is_executable_file(const fs::path& p) {
 // SIGINT/SIGTERM (the files write_mp4_with_program puts there are registered, then the folder).
 struct ScratchDir {
   fs::path path;
-  ScratchDir() {
   std::vector<InterruptCleanup> cleanup;
+  ScratchDir() {
     std::string templ = (fs::temp_directory_path() / "orochi_mp4_XXXXXX").string();
     if (!::mkdtemp(templ.data())) return;
     path = templ;
