@@ -80,9 +80,9 @@ Status write_mp4_with_program(const std::string& program, const std::string& pat
   // extension tells the program the container.
   TemporaryOutput out(path);
   const std::string encoded = out.path() + ".mp4";
+  const InterruptCleanup encoded_cleanup(encoded);
   std::vector<std::string> args = {program, "-nostdin", "-y", "-loglevel", "error", "-i", y4m.string()};
   if (audio) args.insert(args.end(), {"-i", wav.string()});
-  const InterruptCleanup encoded_cleanup(encoded);
   args.insert(args.end(), {"-map", "0:v:0", "-c:v", "libx264", "-crf", std::to_string(options.crf), "-preset",
                            options.preset, "-pix_fmt", "yuv420p"});
   if (audio) args.insert(args.end(), {"-map", "1:a:0", "-c:a", "aac", "-b:a", std::to_string(options.audio_bitrate)});
