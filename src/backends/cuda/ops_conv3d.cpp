@@ -139,8 +139,9 @@ Status Conv3dRunner::forward(const Tensor& x, const Tensor& w, const Tensor& bia
     for (int i = 3; i >= 0; --i) s[i] = s[i + 1] * dim[i + 1];
     return s;
   };
-  OROCHI_CHECK(x.numel() < (int64_t{1} << 31) && y.numel() < (int64_t{1} << 31),
-               "conv3d: tensors past 2^31 elements: tile the input");
+  if (x.numel() >= (int64_t{1} << 31) || y.numel() >= (int64_t{1} << 31))  // cuDNN's Nd descriptors take int
+    return unsupported("conv3d of " + x.describe() + " into " + y.describe() +
+                       ": tensors of 2^31 elements or more; encode with tiling on (256 px tiles)");
   const std::array<int, 5> xd = dims5(x), yd = dims5(y);
   const std::array<int, 5> xs = strides5(xd), ys = strides5(yd);
   const int wd[5] = {static_cast<int>(Cout), static_cast<int>(w.dim(1)), static_cast<int>(w.dim(2)),
