@@ -328,9 +328,9 @@ TEST(ReferenceAudio, BadWaveformsAndRatesSayWhatToDo) {
   const Tensor mono = Tensor::zeros({1, 100}, DType::kF32);
   EXPECT_NE(normalize_reference_audio(mono, 0, 5.0).status().message().find("sample rate"), std::string::npos);
   EXPECT_NE(normalize_reference_audio(mono, 48000, 0.0).status().message().find("duration"), std::string::npos);
-  EXPECT_NE(normalize_reference_audio(Tensor::zeros({1, 0}, DType::kF32), 48000, 5.0).status().message().find("no samples"),
-            std::string::npos);
-  EXPECT_NE(normalize_reference_audio(Tensor::zeros({100}, DType::kF32), 48000, 5.0).status().message().find("[channels, samples]"),
+  const Tensor empty = Tensor::zeros({1, 0}, DType::kF32), flat = Tensor::zeros({100}, DType::kF32);
+  EXPECT_NE(normalize_reference_audio(empty, 48000, 5.0).status().message().find("no samples"), std::string::npos);
+  EXPECT_NE(normalize_reference_audio(flat, 48000, 5.0).status().message().find("[channels, samples]"),
             std::string::npos);
   EXPECT_NE(sinc_resample(mono, -1, 32000).status().message().find("positive"), std::string::npos);
 }

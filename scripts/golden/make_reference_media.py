@@ -4,10 +4,11 @@ Writes small media files (images, audio clips, a video with a soundtrack) and wh
 makes of them, for tests/test_io_media_in.cpp and tests/test_reference_preprocess.cpp:
 
 - images: Pillow writes PNG (RGB, gray, gray+alpha, RGBA, palette, 16-bit gray, every EXIF orientation 2..8 in an
-  eXIf chunk), lossless WebP and an EXIF-rotated JPEG; `load_image` (D's loader: open, exif_transpose,
-  convert("RGB")) gives the decoded pixels; Pillow's LANCZOS gives resizes to small odd sizes (pixels stored) and
-  D's own setup step (`MiniMaxH3Ref2VASetupStep`, 2048 short edge) and fl2va resize step (`MiniMaxH3ResizeStep`,
-  stretch and cover-crop) give the pipeline's outputs (sizes + FNV-1a 64 of the bytes when too large to store);
+  eXIf chunk), lossless and lossy WebP (with and without alpha) and an EXIF-rotated JPEG; `load_image` (D's loader:
+  open, exif_transpose, convert("RGB")) gives the decoded pixels; Pillow's LANCZOS gives resizes to small odd
+  sizes (pixels stored) and D's own setup step (`MiniMaxH3Ref2VASetupStep`, 2048 short edge) and fl2va resize step
+  (`MiniMaxH3ResizeStep`, stretch and cover-crop) give the pipeline's outputs (sizes + FNV-1a 64 of the bytes when
+  too large to store);
 - audio: deterministic waveforms at 44.1 / 48 / 22.05 / 16 kHz, mono and stereo, through D's
   `_normalize_audio_condition` (truncate, mono -> stereo, torchaudio Resample to 32 kHz); WAV / FLAC / MP3 / Ogg
   Opus / M4A AAC files and D's PyAV decode of each (`_decode_audio_file`);
@@ -87,6 +88,7 @@ LANCZOS_SIZES = {  # name -> list of (W, H) to resize the decoded image to, with
     "palette": [(64, 58), (11, 13)],
     "gray16": [(20, 20)],
     "webp_lossless": [(74, 82), (9, 10)],
+    "webp_lossy": [(30, 21)],
     "exif_jpeg": [(50, 75), (16, 24)],
 }
 
@@ -115,6 +117,11 @@ def write_images(folder: Path, t: dict) -> None:
     files["gray16"] = "gray16.png"
     Image.fromarray(pattern(41, 37, 8)).save(folder / "webp_lossless.webp", lossless=True, exact=True)
     files["webp_lossless"] = "webp_lossless.webp"
+    Image.fromarray(pattern(40, 55, 11)).save(folder / "webp_lossy.webp", quality=90)  # VP8, 4:2:0, odd width
+    files["webp_lossy"] = "webp_lossy.webp"
+    rgba_lossy = np.concatenate([pattern(33, 27, 13), pattern(33, 27, 14)[..., :1]], axis=-1)
+    Image.fromarray(rgba_lossy, "RGBA").save(folder / "webp_lossy_alpha.webp", quality=85)  # VP8 + ALPH
+    files["webp_lossy_alpha"] = "webp_lossy_alpha.webp"
     # A JPEG whose EXIF says "rotate 90 clockwise to display" (orientation 6): stored 48 wide, 32 high.
     exif = Image.Exif()
     exif[0x0112] = 6
@@ -221,7 +228,8 @@ def write_audio(folder: Path, t: dict) -> None:
 def encode_audio(path: Path, x: torch.Tensor, rate: int, codec: str, fmt: str) -> None:
     channels = x.shape[0]
     layout = "mono" if channels == 1 else "stereo"
-    with av.open(str(path), "w") as out:
+    # bitexact: no random Ogg serial numbers or encoder version strings, so reruns give the same bytes.
+    with av.open(str(path), "w", options={"fflags": "+bitexact"}) as out:
         stream = out.add_stream(codec, rate=rate, layout=layout)
         stream.codec_context.thread_count = 1
         if codec != "flac":
@@ -308,6 +316,13 @@ def write_video(folder: Path, t: dict) -> None:
         t[f"{key}.fps"] = torch.tensor([fps], dtype=torch.float64)
         t[f"{key}.audio"] = audio.contiguous()
         t[f"{key}.rate"] = torch.tensor([rate], dtype=torch.int64)
+        # File to VAE input, D's whole chain: the frames on 24 fps and their own canvas (hash), and the
+        # soundtrack truncated (to 0.2 s here, to keep the file small), made stereo and resampled to 32 kHz.
+        out = normalize(frames, fps, 124, 32, 768, 768 * 1344, 24.0)
+        t[f"{key}.normalized_shape"] = torch.tensor(out.shape, dtype=torch.int64)
+        t[f"{key}.normalized_fnv"] = fnv_tensor(out)
+        t[f"{key}.soundtrack_32k"] = MiniMaxH3Ref2VASetupStep._normalize_audio_condition(
+            audio, rate, 32000, 0.2).contiguous()
 
 
 # ------------------------------------------------------------------------------------------------------- geometry

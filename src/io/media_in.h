@@ -6,8 +6,10 @@
 // What the readers reproduce is diffusers' MiniMax-H3 pipeline (../shared/docs/REF2VA.md §1.1, §2.1,
 // §3.1): PIL's `exif_transpose` + `convert("RGB")` for images, PyAV's decode of all frames of the
 // first video stream for videos, PyAV's `AudioResampler(format="fltp")` (native rate and channels)
-// for audio. Lossless sources (PNG, lossless WebP, WAV, FLAC) give PIL's / PyAV's values exactly;
-// lossy images differ by the decoder's rounding (see image_reader.cpp).
+// for audio. Lossless sources (PNG, lossless WebP, WAV, FLAC) and H.264 video frames give PIL's /
+// PyAV's values exactly; JPEG is within a few levels of PIL's (libjpeg's chroma upsampling and colour
+// tables are reproduced, FFmpeg's IDCT is not libjpeg's); lossy WebP goes through swscale and differs
+// from libwebp's own conversion by more (image_reader.cpp).
 #pragma once
 
 #include <cstdint>

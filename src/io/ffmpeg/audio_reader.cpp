@@ -9,7 +9,8 @@ Expected<DecodedAudio> read_audio(const std::string& path) {
   int stream_index = -1;  // the first audio stream, as PyAV's container.streams.audio[0]
   for (unsigned i = 0; i < input->nb_streams && stream_index < 0; ++i)
     if (input->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO) stream_index = static_cast<int>(i);
-  if (stream_index < 0) return corrupt_file(path + " has no audio stream; give a file with sound (WAV, FLAC, MP3, AAC, Ogg)");
+  if (stream_index < 0)
+    return corrupt_file(path + " has no audio stream; give a file with sound (WAV, FLAC, MP3, AAC, Ogg)");
   OROCHI_ASSIGN_OR_RETURN(av::CodecContextPtr decoder, av::open_strict_decoder(input->streams[stream_index], path));
   av::PlanarAudioCollector collector;
   OROCHI_RETURN_IF_ERROR(collector.start(decoder.get(), path));

@@ -1,14 +1,15 @@
 // read_image: a still image through libavformat/libavcodec, with the checks of its header first and
 // PIL's EXIF transpose + convert("RGB") after. Lossless formats (PNG, lossless WebP, BMP, GIF) give
 // PIL's pixels exactly. JPEG gets libjpeg's chroma upsampling and colour conversion (jpeg_color.h),
-// so only the IDCT's rounding differs from PIL's; lossy WebP goes through swscale and differs from
-// libwebp's own upsampling by more (tests/test_io_media_in.cpp measures the JPEG case).
+// so only the IDCT's rounding differs from PIL's; lossy WebP gets libwebp's upsampling and conversion
+// (webp_color.h) on FFmpeg's VP8 planes (tests/test_io_media_in.cpp measures both).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "io/ffmpeg/jpeg_color.h"
 #include "io/ffmpeg/media_input.h"
+#include "io/ffmpeg/webp_color.h"
 #include "io/image_header.h"
 #include "io/media_in.h"
 
@@ -105,6 +106,9 @@ Expected<RgbImage> read_image(const std::string& path) {
     if (stream->codecpar->codec_id == AV_CODEC_ID_MJPEG &&
         av::is_jpeg_ycc_layout(static_cast<AVPixelFormat>(f->format))) {
       image = av::jpeg_ycc_to_rgb(f);  // libjpeg's upsampling and colour tables, as PIL decodes JPEG
+    } else if (stream->codecpar->codec_id == AV_CODEC_ID_WEBP &&
+               av::is_webp_yuv420_layout(static_cast<AVPixelFormat>(f->format))) {
+      image = av::webp_yuv420_to_rgb(f);  // libwebp's upsampling and conversion, as PIL decodes WebP
     } else {
       OROCHI_ASSIGN_OR_RETURN(image, av::frame_to_rgb(f));
     }

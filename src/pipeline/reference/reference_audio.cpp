@@ -24,7 +24,8 @@ Expected<Tensor> normalize_reference_audio(const Tensor& waveform, int64_t sampl
     return invalid_argument("a reference soundtrack must be mono or stereo, got " + std::to_string(channels) +
                             " channels; downmix it to stereo first (e.g. ffmpeg -ac 2)");
   if (sample_rate <= 0) return invalid_argument("the sample rate must be positive, got " + std::to_string(sample_rate));
-  if (!(max_seconds > 0)) return invalid_argument("the target duration must be positive, got " + std::to_string(max_seconds));
+  if (!(max_seconds > 0))
+    return invalid_argument("the target duration must be positive, got " + std::to_string(max_seconds));
   // D: waveform[:, : int(max_duration * sample_rate)], Python's int() truncating the float product.
   const int64_t keep = std::min(waveform.dim(1), static_cast<int64_t>(max_seconds * static_cast<double>(sample_rate)));
   if (keep <= 0) return invalid_argument("the reference audio has no samples; give a clip of at least a few seconds");

@@ -31,14 +31,16 @@ Expected<std::vector<int64_t>> frame_indices_at_24fps(int64_t frames, double fps
 Expected<io::VideoFrames> normalize_reference_video(const io::VideoFrames& video, double fps, int64_t num_frames,
                                                      const CanvasRule& rule) {
   OROCHI_RETURN_IF_ERROR(io::validate_video(video));
-  if (num_frames < 1) return invalid_argument("the target frame count must be positive, got " + std::to_string(num_frames));
+  if (num_frames < 1)
+    return invalid_argument("the target frame count must be positive, got " + std::to_string(num_frames));
   OROCHI_ASSIGN_OR_RETURN(std::vector<int64_t> indices, frame_indices_at_24fps(video.frames, fps));
   if (static_cast<int64_t>(indices.size()) > num_frames) indices.resize(num_frames);
   if (indices.empty())
     return invalid_argument("a reference video of " + std::to_string(video.frames) + " frames at " +
                             std::to_string(fps) + " fps has no frame on the 24 fps grid; give a longer video");
-  OROCHI_ASSIGN_OR_RETURN(const Size canvas,
-                          resolve_canvas_size(static_cast<double>(video.width), static_cast<double>(video.height), rule));
+  OROCHI_ASSIGN_OR_RETURN(
+      const Size canvas,
+      resolve_canvas_size(static_cast<double>(video.width), static_cast<double>(video.height), rule));
   io::VideoFrames out;
   out.frames = static_cast<int64_t>(indices.size());
   out.height = canvas.height;
