@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/h3_audio_vae/decoder.h"
+#include "support/paths.h"
 #include "weights/checkpoint.h"
 #include "weights/safetensors_writer.h"
 
@@ -18,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using Tensors = std::vector<std::pair<std::string, Tensor>>;
 
-std::string tiny_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_audio_vae/audio_vae"; }
+std::string tiny_dir() { return testing::test_data_dir() + "/h3_audio_vae/audio_vae"; }
 
 nlohmann::json tiny_config() {
   std::ifstream in(tiny_dir() + "/config.json");

@@ -9,12 +9,13 @@
 
 #include "models/h3_audio_vae/decoder.h"
 #include "support/compare.h"
+#include "support/paths.h"
 #include "weights/checkpoint.h"
 
 namespace orochi {
 namespace {
 
-std::string data_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_audio_vae"; }
+std::string data_dir() { return testing::test_data_dir() + "/h3_audio_vae"; }
 
 weights::Checkpoint open_golden() {
   Expected<weights::Checkpoint> g = weights::Checkpoint::open(data_dir() + "/golden.safetensors");

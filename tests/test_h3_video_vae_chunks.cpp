@@ -6,12 +6,13 @@
 #include <cstring>
 
 #include "models/h3_video_vae/temporal.h"
+#include "support/paths.h"
 #include "support/random.h"
 
 namespace orochi {
 namespace {
 
-std::string vae_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_video_vae/vae"; }
+std::string vae_dir() { return testing::test_data_dir() + "/h3_video_vae/vae"; }
 
 bool bit_equal(const Tensor& a_in, const Tensor& b_in) {
   if (a_in.shape() != b_in.shape()) return false;

@@ -9,6 +9,7 @@
 
 #include "models/h3_video_vae/pixels.h"
 #include "models/h3_video_vae/temporal.h"
+#include "support/paths.h"
 #include "support/random.h"
 #include "weights/checkpoint.h"
 #include "weights/safetensors_writer.h"
@@ -18,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string vae_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_video_vae/vae"; }
+std::string vae_dir() { return testing::test_data_dir() + "/h3_video_vae/vae"; }
 bool mentions(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
 
 class VideoVaeErrors : public ::testing::Test {

@@ -15,13 +15,14 @@
 #include "models/h3_video_vae/temporal.h"
 #include "support/compare.h"
 #include "support/golden.h"
+#include "support/paths.h"
 
 namespace orochi {
 namespace {
 
 using testing::golden_tensor;
 
-std::string data_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_video_vae"; }
+std::string data_dir() { return testing::test_data_dir() + "/h3_video_vae"; }
 
 class VideoVaeGolden : public ::testing::Test {
  protected:

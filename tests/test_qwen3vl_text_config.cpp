@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/qwen3vl/text_config.h"
+#include "support/paths.h"
 
 namespace orochi {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 using qwen3vl::TextConfig;
 
 nlohmann::json tiny_config() {
-  std::ifstream f(std::string(OROCHI_TEST_DATA_DIR) + "/qwen3vl_text/text_encoder/config.json");
+  std::ifstream f(testing::test_data_dir() + "/qwen3vl_text/text_encoder/config.json");
   return nlohmann::json::parse(f);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/qwen3vl/text_model.h"
+#include "support/paths.h"
 #include "weights/safetensors_writer.h"
 
 namespace orochi {
@@ -15,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kPrefix = "model.language_model.";
-std::string model_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/qwen3vl_text/text_encoder"; }
+std::string model_dir() { return testing::test_data_dir() + "/qwen3vl_text/text_encoder"; }
 
 class Qwen3VLTextErrors : public ::testing::Test {
  protected:

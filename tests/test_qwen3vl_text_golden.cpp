@@ -16,6 +16,7 @@
 #include "models/qwen3vl/text_model.h"
 #include "support/compare.h"
 #include "support/golden.h"
+#include "support/paths.h"
 #include "weights/safetensors_writer.h"
 
 namespace orochi {
@@ -27,7 +28,7 @@ using testing::golden_tensor;
 constexpr int64_t kStop = 3;  // the golden's STOP_AFTER_LAYERS
 const std::string kPrefix = "model.language_model.";
 
-std::string data_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/qwen3vl_text"; }
+std::string data_dir() { return testing::test_data_dir() + "/qwen3vl_text"; }
 std::string model_dir() { return data_dir() + "/text_encoder"; }
 
 weights::Checkpoint open_golden() {

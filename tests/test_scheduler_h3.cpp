@@ -11,6 +11,7 @@
 
 #include "pipeline/scheduler_h3.h"
 #include "support/compare.h"
+#include "support/paths.h"
 #include "weights/checkpoint.h"
 
 namespace orochi {
@@ -21,7 +22,7 @@ using pipeline::make_h3_schedule;
 
 weights::Checkpoint open_golden() {
   Expected<weights::Checkpoint> g =
-      weights::Checkpoint::open(std::string(OROCHI_TEST_DATA_DIR) + "/h3_scheduler/golden.safetensors");
+      weights::Checkpoint::open(testing::test_data_dir() + "/h3_scheduler/golden.safetensors");
   OROCHI_CHECK(g.has_value(), g.status().to_string());
   return std::move(g).value();
 }

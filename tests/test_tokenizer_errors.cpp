@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "support/paths.h"
 #include "text/tokenizer.h"
 
 namespace orochi::text {
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::string kQwenJson = std::string(OROCHI_TEST_DATA_DIR) + "/tokenizer/qwen_bpe/tokenizer.json";
+const std::string kQwenJson = testing::test_data_dir() + "/tokenizer/qwen_bpe/tokenizer.json";
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -8,13 +8,14 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/paths.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_pretokenizer.h"
 
 namespace orochi::text {
 namespace {
 
-const std::string kDir = std::string(OROCHI_TEST_DATA_DIR) + "/tokenizer";
+const std::string kDir = testing::test_data_dir() + "/tokenizer";
 
 const nlohmann::json& golden() {
   static const nlohmann::json g = [] {

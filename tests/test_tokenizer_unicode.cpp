@@ -9,6 +9,7 @@
 #include <random>
 #include <cstdio>
 
+#include "support/paths.h"
 #include "text/tokenizer_byte_level.h"
 #include "text/unicode_nfc.h"
 #include "text/unicode_properties.h"
@@ -90,7 +91,7 @@ TEST(TokenizerUnicode, LossyDecodingReplacesMaximalSubparts) {
 }
 
 TEST(TokenizerUnicode, NfcMatchesPythonUnicodedata) {
-  std::ifstream in(std::string(OROCHI_TEST_DATA_DIR) + "/tokenizer/nfc_cases.json");
+  std::ifstream in(testing::test_data_dir() + "/tokenizer/nfc_cases.json");
   const nlohmann::json data = nlohmann::json::parse(in);
   EXPECT_EQ(data["unicode_version"].get<std::string>(), unicode_tables::unicode_version());
   int changed = 0;

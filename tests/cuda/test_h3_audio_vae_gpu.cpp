@@ -15,6 +15,7 @@
 #include "backends/cuda/ops_audio.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_audio_vae/decoder.h"
+#include "support/paths.h"
 #include "support/random.h"
 #include "test_cuda_ops_support.h"
 #include "weights/checkpoint.h"
@@ -190,7 +191,7 @@ TEST_F(AudioGpuOps, ResidualSumRoundsAsTheCpuDecoder) {
 
 // ---- The whole decoder vs the CPU decoder.
 
-std::string data_dir() { return std::string(OROCHI_TEST_DATA_DIR) + "/h3_audio_vae"; }
+std::string data_dir() { return testing::test_data_dir() + "/h3_audio_vae"; }
 
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
