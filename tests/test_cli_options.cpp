@@ -182,7 +182,7 @@ TEST(CliParser, ValuesOutsideTheirLimitsAreRefusedNotClamped) {
            {"--audio-shift inf", "--audio-shift must be a finite number"},
            {"--video-shift 0", "--video-shift must be > 0"},
            {"--video-shift 1x", "--video-shift wants a number"},
-           {"--parallel ring", "--parallel must be auto, none, tpN, spN or tpNxspM (e.g. tp2, sp4, tp2xsp2), got 'ring'"},
+           {"--parallel ring", "--parallel must be auto, none, tpN (tensor parallel, e.g. tp2), spN (Ulysses sequence parallel, e.g. sp2) or tpNxspM (both, e.g. tp2xsp2), got 'ring'"},
            {"--device gpu", "--device must be cpu, cuda or cuda:N"}}) {
     const Result r = run("generate " + c.args + out);
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;

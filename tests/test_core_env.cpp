@@ -1,5 +1,5 @@
-// env_choice: unset gives the fallback, an allowed value passes, anything else is an error that
-// names the variable and the choices.
+// core/env: a set variable's value, none when unset, and the names under a prefix (what the options
+// layer checks for typos).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,24 +9,19 @@
 namespace orochi {
 namespace {
 
-TEST(EnvChoice, FallbackAllowedValueAndError) {
-  const char* name = "OROCHI_TEST_ENV_CHOICE";
+TEST(Env, ValueNoneAndNamesWithPrefix) {
+  const char* name = "OROCHI_TEST_ENV_VALUE";
   unsetenv(name);
-  Expected<std::string> unset = env_choice(name, {"cudnn", "flash"}, "flash");
-  ASSERT_TRUE(unset.has_value());
-  EXPECT_EQ(*unset, "flash");
-
+  EXPECT_FALSE(env_value(name).has_value());
+  setenv(name, "", 1);
+  ASSERT_TRUE(env_value(name).has_value());
+  EXPECT_EQ(*env_value(name), "");
   setenv(name, "cudnn", 1);
-  Expected<std::string> allowed = env_choice(name, {"cudnn", "flash"}, "flash");
-  ASSERT_TRUE(allowed.has_value());
-  EXPECT_EQ(*allowed, "cudnn");
-
-  setenv(name, "fast", 1);
-  Expected<std::string> bad = env_choice(name, {"a", "b", "c"}, "a");
-  ASSERT_FALSE(bad.has_value());
-  EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "OROCHI_TEST_ENV_CHOICE must be a, b or c, got 'fast'");
+  EXPECT_EQ(*env_value(name), "cudnn");
+  const std::vector<std::string> names = env_names_with_prefix("OROCHI_TEST_ENV_");
+  EXPECT_EQ(names, std::vector<std::string>{name});
   unsetenv(name);
+  EXPECT_TRUE(env_names_with_prefix("OROCHI_TEST_ENV_").empty());
 }
 
 }  // namespace

@@ -305,18 +305,6 @@ TEST(H3SpRowShares, FollowTheWeightsAndCoverEveryRow) {
     EXPECT_NE(h3::sp_weights_problem(bad, 2), "") << bad.size() << " weights, the last " << bad.back();
   EXPECT_NE(h3::sp_weights_problem({1, std::nan("")}, 2), "");
 
-  Expected<std::vector<double>> none = h3::parse_sp_weights(nullptr, 2, "OROCHI_SP_WEIGHTS");
-  ASSERT_TRUE(none.has_value());
-  EXPECT_TRUE(none->empty());
-  Expected<std::vector<double>> two = h3::parse_sp_weights("1,0.98", 2, "OROCHI_SP_WEIGHTS");
-  ASSERT_TRUE(two.has_value()) << two.status().to_string();
-  EXPECT_EQ(*two, (std::vector<double>{1, 0.98}));
-  for (const char* bad : {"1", "1,0.98,1", "1,", ",1", "1,abc", "1,0", "1,-1", "1,inf", "1,0.2"}) {
-    Expected<std::vector<double>> w = h3::parse_sp_weights(bad, 2, "OROCHI_SP_WEIGHTS");
-    ASSERT_FALSE(w.has_value()) << bad;
-    EXPECT_EQ(w.status().code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(w.status().message().find("OROCHI_SP_WEIGHTS='"), std::string::npos) << w.status().message();
-  }
 }
 
 }  // namespace

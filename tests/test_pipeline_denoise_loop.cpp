@@ -47,6 +47,7 @@ TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
   // Step by step: run k steps, compare with the golden after step k.
   h3::CpuDenoiser denoiser(*weights_);
   int64_t callbacks = 0;
+  int64_t started = 0;
   for (int64_t k = 1; k <= kDenoiseLoopSteps; ++k) {
     pipeline::H3Schedule v = c->video_schedule, a = c->audio_schedule;
     v.timesteps.resize(static_cast<size_t>(k));
@@ -55,7 +56,10 @@ TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
     partial.video_schedule = &v;
     partial.audio_schedule = &a;
     Expected<pipeline::DenoiseResult> out =
-        pipeline::denoise(denoiser, partial, [&](const pipeline::StepProgress& s) { callbacks += s.steps == k; });
+        pipeline::denoise(denoiser, partial, [&](const pipeline::StepProgress& s) {
+          callbacks += s.steps == k && s.step > 0;
+          started += s.steps == k && s.step == 0;  // the loop says it started before the first step
+        });
     ASSERT_TRUE(out.has_value()) << out.status().to_string();
     EXPECT_TENSOR_CLOSE(out->video_rows, golden_tensor(*golden_, p + "video_rows." + std::to_string(k)), 1e-5);
     EXPECT_TENSOR_CLOSE(out->audio_rows, golden_tensor(*golden_, p + "audio_rows." + std::to_string(k)), 1e-5);
@@ -73,6 +77,7 @@ TEST_P(DenoiseLoopGolden, MatchesDiffusersStepByStep) {
     }
   }
   EXPECT_EQ(callbacks, 1 + 2 + 3);
+  EXPECT_EQ(started, kDenoiseLoopSteps);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workflows, DenoiseLoopGolden, ::testing::Values("t2va", "fl2va"),

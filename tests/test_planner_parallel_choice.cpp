@@ -36,19 +36,27 @@ TEST(ParallelOption, AutoSplitsTheWeightsWhenTheyDoNotFit) {
 
 TEST(ParallelOption, ForcedLayoutsAreCheckedAgainstTheHeads) {
   const h3::H3Config c;  // 56 = 2^3 x 7 heads
-  auto tp = choose_parallel("tp", c, 7, 139.0, 37.4, 7.5);
+  auto tp = choose_parallel("tp7", c, 7, 139.0, 37.4, 7.5);
   ASSERT_TRUE(tp.has_value());
   EXPECT_EQ(tp->tp, 7);
-  auto bad = choose_parallel("tp", c, 3, 139.0, 37.4, 7.5);
+  auto bad = choose_parallel("tp3", c, 3, 139.0, 37.4, 7.5);
   ASSERT_FALSE(bad.has_value());
   EXPECT_TRUE(contains(bad.status().message(), "1, 2, 4, 7, 8, 14, 28, 56")) << bad.status().message();
-  auto both = choose_parallel("tpxsp", c, 4, 139.0, 37.4, 7.5);
+  auto both = choose_parallel("tp2xsp2", c, 4, 139.0, 37.4, 7.5);
   ASSERT_TRUE(both.has_value());
   EXPECT_EQ(both->tp, 2);
   EXPECT_EQ(both->sp, 2);
-  EXPECT_FALSE(choose_parallel("tpxsp", c, 3, 139.0, 37.4, 7.5).has_value());
+  EXPECT_FALSE(choose_parallel("tp2xsp2", c, 3, 139.0, 37.4, 7.5).has_value());  // 4 GPUs for 3
+  for (const char* old_word : {"tp", "sp", "tpxsp"}) {  // the old vocabulary is refused with the new one named
+    auto refused = choose_parallel(old_word, c, 2, 139.0, 37.4, 7.5);
+    ASSERT_FALSE(refused.has_value()) << old_word;
+    EXPECT_TRUE(contains(refused.status().message(), "auto, none, tpN")) << refused.status().message();
+  }
+  auto smaller = choose_parallel("sp2", c, 4, 139.0, 37.4, 7.5);  // a layout may use fewer GPUs than given
+  ASSERT_TRUE(smaller.has_value());
+  EXPECT_EQ(smaller->sp, 2);
   EXPECT_FALSE(choose_parallel("ring", c, 2, 139.0, 37.4, 7.5).has_value());
-  auto one = choose_parallel("tp", c, 1, 139.0, 37.4, 7.5);
+  auto one = choose_parallel("none", c, 1, 139.0, 37.4, 7.5);
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(one->tp * one->sp, 1);
 }
@@ -93,7 +101,7 @@ TEST(ParallelOption, AutoWeighsTheLayoutAgainstOneGpuAtTheLinksSpeed) {
   EXPECT_TRUE(slow->plan.fits);
   EXPECT_GT(planner::estimate_step(slow->plan, slow->degrees).stream_s, 0.0);
   // A forced layout is taken as asked, whatever the link.
-  Expected<planner::LayoutPlan> forced = planner::plan_for_gpus(request_on(2, 24, 2), "tp");
+  Expected<planner::LayoutPlan> forced = planner::plan_for_gpus(request_on(2, 24, 2), "tp2");
   ASSERT_TRUE(forced.has_value()) << forced.status().to_string();
   EXPECT_EQ(forced->degrees.tp, 2);
 }

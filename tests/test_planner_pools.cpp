@@ -124,8 +124,9 @@ TEST(PlannerPools, SingleH200PlanReproducesTheMeasuredRun) {
   EXPECT_NEAR(plan->step_compute_s, 909e12 / 580e12, 0.05);  // MODELS_H3.md §8: 909 TFLOP
 }
 
-// Ulysses' buffers (gpu_request.cpp): q, k, v, o of all rows of this GPU's heads, and at SP2 the
-// peers' rows of the attention input (the rows-gathering scheme); SP4 exchanges q/k/v chunks.
+// Ulysses' buffers (models/h3/request_buffers.cpp): q, k, v, o of all rows of this GPU's heads
+// (qa..oa), and at SP2 the peers' rows of the attention input (xa, the rows-gathering scheme); SP4
+// exchanges q/k/v chunks.
 TEST(PlannerPools, SequenceParallelCommBuffersFollowTheQkvScheme) {
   PlanInput in;
   in.models = released();
@@ -139,7 +140,7 @@ TEST(PlannerPools, SequenceParallelCommBuffersFollowTheQkvScheme) {
     bool gathered = false;
     for (const Pool& p : plan->phases[1].gpus[0].pools)
       for (const PoolItem& i : p.items)
-        gathered = gathered || (p.kind == PoolKind::kComm && i.name.find("attention-input rows") != std::string::npos);
+        gathered = gathered || (p.kind == PoolKind::kComm && i.name.rfind("xa ", 0) == 0);
     EXPECT_EQ(gathered, std::string(layout) == "sp2") << layout;
   }
 }

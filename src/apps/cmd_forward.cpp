@@ -8,8 +8,9 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/request_limits.h"
 #include "apps/format.h"
-#include "apps/host_memory.h"
+#include "core/host_memory.h"
 #include "models/h3/summary.h"
 #include "models/h3/transformer.h"
 #include "pipeline/packed_layout.h"
@@ -52,13 +53,14 @@ int run_forward(const std::vector<std::string>& argv) {
       argv, {"width", "height", "frames", "text-rows", "seed", "t-video", "t-audio"}, {"json"});
   if (!args) return fail(args.status());
   const bool demo = args->positionals().empty();
+  // The canvas and frames are the pipeline's to check (video_geometry suggests valid requests).
   Expected<int64_t> width = args->get_int("width", demo ? 128 : 256);
   Expected<int64_t> height = args->get_int("height", demo ? 64 : 256);
   Expected<int64_t> frames = args->get_int("frames", 22);
-  Expected<int64_t> text_rows = args->get_int("text-rows", 16);
-  Expected<int64_t> seed = args->get_int("seed", 0);
-  Expected<double> t_video = args->get_double("t-video", 0.3);
-  Expected<double> t_audio = args->get_double("t-audio", 0.4);
+  Expected<int64_t> text_rows = args->get_int("text-rows", 16, limits::kTextRowsMin, limits::kTextRowsMax);
+  Expected<uint64_t> seed = args->get_uint64("seed", 0);
+  Expected<double> t_video = args->get_double("t-video", 0.3, 0.0, 1.0);
+  Expected<double> t_audio = args->get_double("t-audio", 0.4, 0.0, 1.0);
   for (const Status& s : {width.status(), height.status(), frames.status(), text_rows.status(), seed.status(),
                           t_video.status(), t_audio.status()})
     if (!s.is_ok()) return fail(s);

@@ -9,25 +9,13 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/request_limits.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "planner/plan_report.h"
 
 namespace orochi::apps {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
-    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|auto|tpN|spN|tpNxspM]\n"
-    "                   [--tiers resident,peer,host] [--staging-slots 2] [--link nvlink|pcie]\n"
-    "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
-    "  --model        'h3' (released configs, default) or a diffusers-layout folder: only the config.json files of\n"
-    "                 transformer/, vae/, audio_vae/ and text_encoder/ are read\n"
-    "  --vram-per-gpu usable GiB per GPU (139 = an H200)\n"
-    "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; tpNxspM: both, on N x M\n"
-    "                 GPUs; GPUs beyond them store weights; auto: the layout `generate --gpus N` takes\n"
-    "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
-    "exit code: 0 fits, 1 does not fit or bad input, 2 usage\n";
 
 Expected<planner::TierPolicy> parse_tiers(const std::string& text, int64_t slots) {
   planner::TierPolicy p;
@@ -51,10 +39,11 @@ Expected<planner::PlanInput> parse_input(const Args& args) {
   planner::PlanInput in;
   OROCHI_ASSIGN_OR_RETURN(in.models, planner::load_model_configs(args.get("model", "h3")));
   OROCHI_ASSIGN_OR_RETURN(in.request, planner::request_for_resolution(args.get("res", "768p")));
-  OROCHI_ASSIGN_OR_RETURN(in.request.frames, args.get_int("frames", 124));
-  OROCHI_ASSIGN_OR_RETURN(in.request.steps, args.get_int("steps", 8));
-  OROCHI_ASSIGN_OR_RETURN(in.request.text_rows, args.get_int("text-rows", 256));
-  OROCHI_ASSIGN_OR_RETURN(const int64_t gpus, args.get_int("gpus", 1));
+  OROCHI_ASSIGN_OR_RETURN(in.request.frames, args.get_int("frames", 124, limits::kFramesMin, limits::kFramesMax));
+  OROCHI_ASSIGN_OR_RETURN(in.request.steps, args.get_int("steps", 8, limits::kStepsMin, limits::kStepsMax));
+  OROCHI_ASSIGN_OR_RETURN(in.request.text_rows,
+                          args.get_int("text-rows", 256, limits::kTextRowsMin, limits::kTextRowsMax));
+  OROCHI_ASSIGN_OR_RETURN(const int64_t gpus, args.get_int("gpus", 1, limits::kGpusMin, limits::kGpusMax));
   if (gpus < 1 || gpus > 64) return invalid_argument("--gpus must be in [1, 64], got " + std::to_string(gpus));
   in.gpus.count = static_cast<int>(gpus);
   OROCHI_ASSIGN_OR_RETURN(const double vram, args.get_double("vram-per-gpu", 139.0));
@@ -85,19 +74,10 @@ int run_plan(const std::vector<std::string>& argv) {
   Expected<Args> args = Args::parse(argv,
                                     {"model", "res", "frames", "steps", "text-rows", "gpus", "vram-per-gpu", "parallel",
                                      "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops"},
-                                    {"json", "help"});
-  if (!args) {
-    std::fputs(kUsage, stderr);
-    return fail(args.status());
-  }
-  if (args->has("help")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (!args->positionals().empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+                                    {"json"});
+  if (!args) return fail(args.status());
+  if (!args->positionals().empty())
+    return fail(usage_error("plan takes no positional argument, got '" + args->positionals()[0] + "'"));
   Expected<planner::PlanInput> input = parse_input(*args);
   if (!input) return fail(input.status());
   // --parallel auto: the layout generate would take for --gpus N (planner/parallel_choice.h).

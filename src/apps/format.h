@@ -1,19 +1,12 @@
-// Human-readable numbers for CLI reports.
+// The CLI's number formats are core's (core/format.h), which the engine's reports use too.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "core/tensor.h"
+#include "core/format.h"
 
 namespace orochi::apps {
 
-std::string format_bytes(uint64_t bytes);    // "61.73 GiB"
-std::string format_count(int64_t count);     // "33.12 B", "52.1 K"
-// FNV-1a over the bytes of host tensors, as 16 hex digits: equal outputs, equal hash (benchmarks
-// print it so runs that must be bit-identical can be compared by eye).
-std::string fnv1a_hex(const std::vector<const Tensor*>& tensors);
-inline std::string fnv1a_hex(const Tensor& t) { return fnv1a_hex(std::vector<const Tensor*>{&t}); }
+using orochi::fnv1a_hex;
+using orochi::format_bytes;
+using orochi::format_count;
 
 }  // namespace orochi::apps

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,9 +10,6 @@
 #include "core/status.h"
 
 namespace orochi::apps {
-
-// The help text (apps/help.cpp's); main.cpp answers --help before parse_generate_options runs.
-extern const char* const kGenerateUsage;
 
 struct GenerateOptions {
   std::optional<std::string> model_dir, text_features, prompt;
@@ -29,8 +25,6 @@ struct GenerateOptions {
   std::string set;               // --set NAME=VALUE[,...]: run switches (the engine checks them)
   int64_t text_rows = 0;
   bool json = false, quiet = false, random_weights = false;
-  bool on_gpu() const { return device.rfind("cuda", 0) == 0; }
-  int gpu_index() const { return device.size() > 5 ? std::atoi(device.c_str() + 5) : 0; }
 };
 
 // Parses and defaults the options (defaults depend on demo / checkpoint / --random-weights). The
@@ -38,9 +32,9 @@ struct GenerateOptions {
 // errors (exit 2); combinations that cannot run are invalid_argument (exit 1).
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv);
 
-// Everything that can be refused before loading a weight and needs no engine: sizes, the output
-// pair (io::check_output_target), the MP4 encoder, conditioning, the tokenizer and the text
-// encoder's config. (Host RAM and GPUs are the engine's checks.)
+// What the command refuses before the engine opens a model: the canvas and frames (the pipeline's
+// own check), the output pair (io::check_output_target), an MP4-less build. Devices, conditioning,
+// the tokenizer and memory are the engine's checks (Engine::open, Engine::plan).
 Status check_generate_request(const GenerateOptions& o);
 
 }  // namespace orochi::apps

@@ -1,6 +1,7 @@
 #include "apps/help.h"
 
 #include "apps/request_limits.h"
+#include "engine/run_switches.h"
 
 namespace orochi::apps {
 namespace {
@@ -165,7 +166,8 @@ const char* const kExitCodesHelp =
 
 const std::vector<std::string>& help_topics() {
   static const std::vector<std::string> topics = {"generate", "plan",      "forward",    "inspect",
-                                                  "bench",    "bench dit", "bench text", "help"};
+                                                  "bench",    "bench dit", "bench text", "help",
+                                                  "switches"};
   return topics;
 }
 
@@ -179,8 +181,20 @@ std::string command_help(const std::string& command) {
   if (command == "bench dit") text = kBenchDitHelp;
   if (command == "bench text") text = kBenchTextHelp;
   if (command == "help") text = kHelpHelp;
+  if (command == "switches") return switches_help();
   if (text == nullptr) return "";
   return std::string(text) + kExitCodesHelp;
+}
+
+// The run switches, from the engine's one table (engine/run_switches.cpp).
+std::string switches_help() {
+  std::string out =
+      "orochi help switches: run switches, on generate and bench dit as --set NAME=VALUE[,NAME=VALUE...] or\n"
+      "through the environment variable each names (the command line wins); an unknown name or value, or an\n"
+      "unknown OROCHI_* variable, is refused; the stage report records them all. The first value is the default.\n";
+  for (const engine::SwitchInfo& s : engine::run_switch_table())
+    out += "  " + s.name + " (" + s.env + "): " + s.values + "\n      " + s.about + "\n";
+  return out;
 }
 
 std::string general_help() {
@@ -193,7 +207,7 @@ std::string general_help() {
              "  plan             memory plan per GPU and phase for a request (no weights loaded)\n"
              "  bench dit|text   time the H3 denoiser (dit) or the Qwen3-VL text stack (text) on a GPU with\n"
              "                   random weights of the real shapes\n"
-             "  help [COMMAND]   this text, or a command's options and their limits\n"
+             "  help [COMMAND]   this text, or a command's options and their limits; help switches: the run switches\n"
              "limits: canvas " OROCHI_CANVAS_LIMITS "; " OROCHI_FRAMES_LIMITS ";\n"
              "  steps " OROCHI_STEPS_LIMITS "; seed " OROCHI_SEED_LIMITS "; text rows " OROCHI_TEXT_ROWS_LIMITS "\n") +
          kExitCodesHelp;

@@ -15,6 +15,9 @@ const std::vector<std::string>& help_topics();
 // The help of `command` (one of help_topics()), or "" when there is none.
 std::string command_help(const std::string& command);
 
+// `orochi help switches`: every run switch, its values and its variable (the engine's table).
+std::string switches_help();
+
 // The overview: every command in one line each, and the exit codes.
 std::string general_help();
 

@@ -19,6 +19,12 @@ void ProgressLine::update(int64_t done, int64_t total, double unit_seconds) {
   bar[kWidth] = '\0';
   const double per_unit = done > 0 ? total_seconds_ / static_cast<double>(done) : 0.0;
   const double eta = per_unit * static_cast<double>(total - done);
+  if (done == 0) {  // started: the first unit's time is not known yet
+    std::fprintf(stderr, "%s%-13s [%s] 0/%lld  started%s", tty_ ? "\r" : "", stage_.c_str(), bar,
+                 static_cast<long long>(total), tty_ ? "" : "\n");
+    std::fflush(stderr);
+    return;
+  }
   std::fprintf(stderr, "%s%-13s [%s] %lld/%lld  %.2f s/%s  %s %.1f s%s", tty_ ? "\r" : "", stage_.c_str(), bar,
                static_cast<long long>(done), static_cast<long long>(total), per_unit, unit_.c_str(),
                done < total ? "ETA" : "total", done < total ? eta : total_seconds_,

@@ -2,23 +2,27 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+
+extern char** environ;
 
 namespace orochi {
 
-Expected<std::string> env_choice(const char* name, std::initializer_list<std::string_view> allowed,
-                                 std::string_view fallback) {
+std::optional<std::string> env_value(const char* name) {
   const char* value = std::getenv(name);
-  if (value == nullptr) return std::string(fallback);
-  if (std::find(allowed.begin(), allowed.end(), std::string_view(value)) != allowed.end()) return std::string(value);
-  std::string choices;  // "a or b", "a, b or c"
-  size_t i = 0;
-  for (std::string_view a : allowed) {
-    if (i > 0) choices += i + 1 == allowed.size() ? " or " : ", ";
-    choices += a;
-    ++i;
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+std::vector<std::string> env_names_with_prefix(const std::string& prefix) {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    const std::string name = eq ? std::string(*e, static_cast<size_t>(eq - *e)) : std::string(*e);
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
   }
-  return Status(ErrorCode::kInvalidArgument,
-                std::string(name) + " must be " + choices + ", got '" + value + "'");
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace orochi

@@ -1,17 +1,18 @@
-// Switches read from the environment (OROCHI_ATTENTION, OROCHI_GEMM, the kernels' timing
-// variants): a value outside the allowed set is an error that names the variable and the choices.
+// The process environment, read in one place: the engine's options layer (engine/run_switches.h)
+// and the few variables that are environment by nature (OROCHI_LOG, OROCHI_FFMPEG and PATH, a
+// multi-host launcher's RANK/WORLD_SIZE, NCCL's own). Nothing else calls getenv.
 #pragma once
 
-#include <initializer_list>
+#include <optional>
 #include <string>
-#include <string_view>
-
-#include "core/status.h"
+#include <vector>
 
 namespace orochi {
 
-// The value of `name` when it is one of `allowed`; `fallback` when the variable is unset.
-Expected<std::string> env_choice(const char* name, std::initializer_list<std::string_view> allowed,
-                                 std::string_view fallback);
+// The variable's value, or none when it is unset.
+std::optional<std::string> env_value(const char* name);
+
+// Names of the set variables that start with `prefix`, sorted.
+std::vector<std::string> env_names_with_prefix(const std::string& prefix);
 
 }  // namespace orochi

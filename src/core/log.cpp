@@ -6,12 +6,15 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/env.h"
+
 namespace orochi {
 namespace {
 
 LogLevel level_from_env() {
-  const char* env = std::getenv("OROCHI_LOG");
-  if (env == nullptr) return LogLevel::kInfo;
+  const std::optional<std::string> value = env_value("OROCHI_LOG");
+  if (!value) return LogLevel::kInfo;
+  const char* env = value->c_str();
   if (std::strcmp(env, "debug") == 0) return LogLevel::kDebug;
   if (std::strcmp(env, "warn") == 0) return LogLevel::kWarn;
   if (std::strcmp(env, "error") == 0) return LogLevel::kError;

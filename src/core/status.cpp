@@ -14,6 +14,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kInternal: return "internal error";
     case ErrorCode::kDeadline: return "deadline exceeded";
     case ErrorCode::kUsage: return "usage error";
+    case ErrorCode::kCancelled: return "cancelled";
+    case ErrorCode::kNonFinite: return "non-finite values";
   }
   return "unknown error";
 }

@@ -19,6 +19,8 @@ enum class ErrorCode {
   kInternal,         // an invariant broke: a bug in Orochi
   kDeadline,         // a peer rank or device did not answer in time (communication deadline)
   kUsage,            // the command line is wrong (unknown option, missing or malformed value): exit 2
+  kCancelled,        // the caller asked the run to stop (a signal, a server's cancel)
+  kNonFinite,        // a stage produced NaN or Inf (named with the stage)
 };
 
 const char* error_code_name(ErrorCode code);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/env.h"
+
 namespace orochi::dist {
 namespace {
 
@@ -77,10 +79,7 @@ Expected<Rendezvous> parse_rendezvous(const EnvGetter& env) {
 }
 
 Expected<Rendezvous> rendezvous_from_environment() {
-  return parse_rendezvous([](const std::string& name) -> std::optional<std::string> {
-    const char* value = std::getenv(name.c_str());
-    return value ? std::optional<std::string>(value) : std::nullopt;
-  });
+  return parse_rendezvous([](const std::string& name) { return env_value(name.c_str()); });
 }
 
 }  // namespace orochi::dist

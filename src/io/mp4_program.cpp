@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/env.h"
 #include "io/output_file.h"
 #include "io/wav_writer.h"
 #include "io/y4m_writer.h"
@@ -56,10 +57,11 @@ std::string tail_of(const fs::path& log, size_t max_chars) {
 }  // namespace
 
 std::string find_ffmpeg_program() {
-  if (const char* env = std::getenv("OROCHI_FFMPEG"); env && *env) return is_executable_file(env) ? env : "";
-  const char* path = std::getenv("PATH");
+  if (const std::optional<std::string> env = env_value("OROCHI_FFMPEG"); env && !env->empty())
+    return is_executable_file(*env) ? *env : "";
+  const std::optional<std::string> path = env_value("PATH");
   if (!path) return "";
-  std::stringstream dirs(path);
+  std::stringstream dirs(*path);
   std::string dir;
   while (std::getline(dirs, dir, ':'))
     if (!dir.empty() && is_executable_file(fs::path(dir) / "ffmpeg")) return (fs::path(dir) / "ffmpeg").string();

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <string>
 
+#include "pipeline/finite_check.h"
+
 namespace orochi::pipeline {
 namespace {
 
@@ -45,7 +47,8 @@ TimestepPlan plan_timesteps(const PackedLayout& layout, const H3Schedule& video,
   return plan;
 }
 
-Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& request, const StepCallback& on_step) {
+Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& request, const StepCallback& on_step,
+                                const std::atomic<bool>* cancel) {
   using Clock = std::chrono::steady_clock;
   OROCHI_CHECK(request.layout && request.video_schedule && request.audio_schedule, "denoise: incomplete request");
   const PackedLayout& layout = *request.layout;
@@ -74,12 +77,17 @@ Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& re
   in.text_indices = layout.text_indices;
   const int64_t conditioning = layout.condition_video_rows;
   const int64_t target_video = result.video_rows.dim(0) - conditioning;
+  if (on_step) on_step({0, plan.steps(), 0.0});  // the loop has started: progress from the first second
   for (int64_t i = 0; i < plan.steps(); ++i) {
+    if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before denoising step " + std::to_string(i + 1));
     const auto t_step = Clock::now();
     in.video = result.video_rows;
     in.audio = result.audio_rows;
     in.timestep_indices = plan.step_indices[static_cast<size_t>(i)];
     OROCHI_ASSIGN_OR_RETURN(h3::H3Outputs velocity, denoiser.forward(in));
+    const std::string step = "denoising step " + std::to_string(i + 1) + " of " + std::to_string(plan.steps());
+    OROCHI_RETURN_IF_ERROR(check_finite(velocity.video, step + " (video velocity)"));
+    OROCHI_RETURN_IF_ERROR(check_finite(velocity.audio, step + " (audio velocity)"));
     // Only the target rows move; the slices are views into the rows the next forward reads.
     Tensor video_target = result.video_rows.slice(0, conditioning, conditioning + target_video);
     h3_euler_step_inplace(*request.video_schedule, i, video_target,

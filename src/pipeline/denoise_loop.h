@@ -4,6 +4,7 @@
 // step, for every timestep any step uses.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -49,8 +50,9 @@ struct DenoiseResult {
 };
 
 // Checks the request's shapes against the denoiser's config and the layout (shape_mismatch naming
-// the tensor), then runs every step.
+// the tensor), then runs every step. A step whose velocity is not finite ends the loop with
+// kNonFinite naming the step; `cancel` set ends it with kCancelled before the next step.
 Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& request,
-                                const StepCallback& on_step = nullptr);
+                                const StepCallback& on_step = nullptr, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace orochi::pipeline

@@ -3,6 +3,7 @@
 // video VAE decode (temporal chunks, spatial tiles) and audio VAE decode -> pixels and waveform.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -55,20 +56,43 @@ struct T2vaResult {
   T2vaTimes times;
 };
 
-// What a request will do, before any work: sizes, layout, schedules, how many AdaLN tables. Checks
-// the request (geometry errors name the nearest valid values; steps in [1, 1000]; text features
-// [L, text_dim]). Devices size their memory from it.
+// Rows of text conditioning a request may carry (a prompt's tokens, a features file's rows).
+inline constexpr int64_t kMaxTextRows = 65536;
+
+// The sizes that decide a request's work, known before any model runs (the text rows L from the
+// tokenized prompt, the features file's header, or the count of random rows).
+struct T2vaShape {
+  int64_t width = 0, height = 0, frames = 0, steps = 8;
+  double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
+  int64_t text_rows = 0;
+};
+
+// What a request will do, before any work: sizes, layout, schedules, how many AdaLN tables. Made
+// once per request (the engine's plan; the memory planner reads the same one) and never again.
 struct T2vaPlan {
+  T2vaShape shape;
   VideoGeometry geometry;
   PackedLayout layout;
   H3Schedule video_schedule, audio_schedule;
   int64_t table_timesteps = 0;
+  int64_t steps = 0;  // denoiser evaluations: the shorter schedule's (equal unless a huge shift merged sigmas)
 };
-Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaRequest& request);
+// Checks the shape (geometry errors name the nearest valid values; steps in [1, 1000]; text rows
+// in [1, 65536]).
+Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape);
+T2vaShape shape_of(const T2vaRequest& request);  // text_rows from the features
 
-// Checks the request (geometry errors name the nearest valid values; steps in [1, 1000]; text
-// features match the denoiser) before any work, then runs every stage.
+struct T2vaRunOptions {
+  T2vaProgressCallback progress;
+  // After the loop the denoiser gives back only its request memory (release_request), keeping
+  // its weights for the next request; otherwise its weights go too (release), for the decoders.
+  bool keep_denoiser_weights = false;
+  const std::atomic<bool>* cancel = nullptr;  // set: kCancelled at the next step or stage
+};
+
+// Runs every stage of `plan` (made for this request: the text features must have its L rows and
+// the denoiser's width). Non-finite outputs end the run at the stage that made them (kNonFinite).
 Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
-                              const T2vaRequest& request, const T2vaProgressCallback& progress = nullptr);
+                              const T2vaRequest& request, const T2vaPlan& plan, const T2vaRunOptions& options = {});
 
 }  // namespace orochi::pipeline

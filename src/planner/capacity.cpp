@@ -28,7 +28,7 @@ std::string spare_text(const MemoryPlan& plan) {
 
 }  // namespace
 
-Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input) {
+Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input, const RequestShape& shape) {
   std::vector<CapacityRow> rows;
   PlanInput resident = input;
   resident.tiers.peer = resident.tiers.host = false;
@@ -40,7 +40,7 @@ Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input) {
       if (!check_h3_layout(input.models.transformer, layout).is_ok()) continue;
       resident.layout = layout;
       resident.gpus.count = n;
-      OROCHI_ASSIGN_OR_RETURN(const MemoryPlan plan, plan_memory_impl(resident, false));
+      OROCHI_ASSIGN_OR_RETURN(const MemoryPlan plan, plan_memory_impl(resident, &shape, false));
       CapacityRow row;
       row.gpus = n;
       row.layout = layout.name();
@@ -56,10 +56,13 @@ Expected<std::vector<CapacityRow>> capacity_table(const PlanInput& input) {
   return rows;
 }
 
-std::vector<std::string> suggest_fixes(const PlanInput& input) {
+std::vector<std::string> suggest_fixes(const PlanInput& input, const RequestShape& shape) {
   std::vector<std::string> out;
-  auto fits = [](const PlanInput& in) -> Expected<MemoryPlan> {
-    OROCHI_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory_impl(in, false));
+  // The same request keeps its shape; a changed canvas or frame count is planned anew.
+  auto fits = [&](const PlanInput& in) -> Expected<MemoryPlan> {
+    const bool same = in.request.width == input.request.width && in.request.height == input.request.height &&
+                      in.request.frames == input.request.frames;
+    OROCHI_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory_impl(in, same ? &shape : nullptr, false));
     if (!plan.fits) return invalid_argument("no");
     return plan;
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/h3/parameters.h"
+#include "models/h3/request_buffers.h"
 #include "models/h3/tensor_parallel.h"
 
 namespace orochi::planner {
@@ -82,67 +83,40 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
   return groups;
 }
 
-std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const RequestShape& s, const ParallelLayout& layout) {
-  const int64_t tpn = layout.tp(), spn = layout.sp();
-  const bool tp = tpn > 1, sp = spn > 1;
-  const int64_t H = c.hidden_size, T = c.time_embed_dim, L = s.text_rows, nt = s.timesteps;
-  const int64_t inner = c.inner_dim() / tpn, F = c.ffn_dim / tpn;
-  // Rows this GPU holds: the whole sequence, or 1/N of it under Ulysses.
-  const int64_t S = ceil_div(s.rows, spn);
-  const int64_t Nv = ceil_div(s.video_rows, spn);
-  const int64_t Na = ceil_div(s.audio_rows, spn);
-  const PoolKind state = PoolKind::kRequestState, act = PoolKind::kActivations;
-  std::vector<BufferBytes> b = {
-      // inputs and per-request state (gpu_request.cpp RequestBuffers, same order)
-      {state, "video rows in f32 [Nv, 96]", buffer(Nv * c.video_patch_dim(), 4)},
-      {state, "audio rows in f32 [Na, 32]", buffer(Na * c.audio_in_channels, 4)},
-      {state, "text features bf16 [L, 5120]", buffer(L * c.text_dim, 2)},
-      {state, "row indices i64", buffer(Nv, 8) + buffer(Na, 8) + buffer(L, 8) + 2 * buffer(S, 8)},
-      {state, "RoPE cos/sin bf16 [S, 96]", 2 * buffer(S * c.rotary_dim(), 2)},
-      {state, "AdaLN tables bf16 [layers, n_t*3, 6H]", buffer(c.num_layers * nt * h3::kModalities * 6 * H, 2)},
-      {state, "final table bf16 [n_t, 2H]", buffer(nt * 2 * H, 2)},
-      // the staging slot the AdaLN projections stream through, once per request
-      {PoolKind::kStaging, "AdaLN slot bf16 [18H, T] + bias", buffer(6 * h3::kModalities * H * T, 2) +
-                                                                   buffer(6 * h3::kModalities * H, 2)},
-      {PoolKind::kStaging, "time embedding f32/bf16 [n_t, ...]",
-       buffer(nt * c.freq_dim, 4) + buffer(nt * c.time_embed_hidden_dim, 4) + buffer(nt * T, 4) + buffer(nt * T, 2)},
-      // one step's activations
-      {act, "h, a, o2 bf16 [S, H]", 3 * buffer(S * H, 2)},
-      {act, "q, k, v, o bf16 [S, inner]", 4 * buffer(S * inner, 2)},
-      {act, "FFN u bf16 [S, 2F]", buffer(S * 2 * F, 2)},
-      {act, "FFN g bf16 [S, F]", buffer(S * F, 2)},
-      {act, "text rows bf16 [L, H]", buffer(L * H, 2)},
-      {act, "patch rows f32 [max(Nv, Na), H]", buffer(std::max(Nv, Na) * H, 4)},
-      {state, "outputs f32 [Nv, 96] + [Na, 32]",
-       buffer(Nv * c.video_patch_dim(), 4) + buffer(Na * c.audio_in_channels, 4)},
-  };
-  // One buffer for both attention kernels (they run one at a time): cuDNN SDPA's softmax
-  // statistics per head and row, f32 (estimate; the GPU asks cuDNN), or the flash kernel's split
-  // last wave, at most one 128 x 128 f32 partial output (+ row stats) per SM of a 132-SM Hopper.
+std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const RequestShape& s, const ParallelLayout& layout,
+                                            const dist::SequenceParallelOptions& sp) {
+  const int tpn = layout.tp(), spn = layout.sp();
+  // The GPU runner's own list (h3::gpu::arena_buffers) for TP rank 0, whose share is the largest
+  // when the FFN width splits unevenly; its rows are the largest SP share (even, or by the
+  // sp-weights switch when they are given for this layout).
+  std::vector<double> weights;
+  if (static_cast<int>(sp.row_weights.size()) == spn && spn > 1) weights = sp.row_weights;
+  const h3::ParallelRank rank{0, tpn, 0, spn, weights};
+  const h3::gpu::RequestSize size{s.rows, s.text_rows, s.video_rows, s.audio_rows, s.timesteps};
+  std::vector<BufferBytes> b;
+  for (const h3::gpu::ArenaBuffer& a : h3::gpu::arena_buffers(c, size, rank, h3::sp_gathers_rows(c, tpn, spn, sp.qkv))) {
+    const PoolKind pool = a.use == h3::gpu::ArenaUse::kRequestState ? PoolKind::kRequestState
+                          : a.use == h3::gpu::ArenaUse::kStaging    ? PoolKind::kStaging
+                          : a.use == h3::gpu::ArenaUse::kExchange   ? PoolKind::kComm
+                                                                    : PoolKind::kActivations;
+    b.push_back({pool, a.name + " " + std::string(dtype_name(a.dtype)) + " " + shape_to_string(a.shape), a.bytes()});
+  }
+  // Outside the list (each sized on the GPU by its library): one buffer for both attention kernels
+  // (they run one at a time): cuDNN SDPA's softmax statistics per head and row, f32 (an estimate;
+  // the GPU asks cuDNN), or the flash kernel's split last wave, at most one 128 x 128 f32 partial
+  // output (+ row stats) per SM of a 132-SM Hopper; the GEMM workspace; NCCL's channels.
   const int64_t heads = c.num_attention_heads / (tpn * spn);
   constexpr uint64_t kFlashSplitBytes = 132 * (128 * 128 + 2 * 128) * 4;
   b.push_back({PoolKind::kScratch, "attention workspace (estimate)",
-               std::max(buffer(heads * std::max(s.rows, L) * 2, 4), kFlashSplitBytes) + kArenaAlignment});
+               std::max(buffer(heads * std::max(s.rows, s.text_rows) * 2, 4), kFlashSplitBytes) + kArenaAlignment});
   b.push_back({PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB});  // GemmRunner::kDefaultWorkspaceBytes
-  if (tp) {
-    // The all-reduce of o2 and of the FFN output runs in place; a second [S, H] buffer lets the
-    // chunked FFN reduce one chunk while the next chunk's GEMM writes.
-    b.push_back({PoolKind::kComm, "all-reduce overlap buffer bf16 [S, H]", buffer(S * H, 2)});
-  }
-  if (sp) {
-    // Ulysses (gpu_request.cpp): q, k, v and o of every row of this GPU's heads, [rows, inner/N]
-    // each, and with the rows-gathering scheme the peers' rows of the attention input.
-    b.push_back({PoolKind::kComm, "Ulysses q, k, v, o bf16 [rows, inner/N]", 4 * buffer(s.rows * (inner / spn), 2)});
-    if (h3::fewer_bytes_sp_qkv(c, static_cast<int>(tpn), static_cast<int>(spn)) == h3::SpQkvScheme::kGatherRows)
-      b.push_back({PoolKind::kComm, "peers' attention-input rows bf16 [(N-1) S/N, H]", buffer((spn - 1) * S * H, 2)});
-  }
-  if (tp || sp) b.push_back({PoolKind::kComm, "NCCL channel buffers (estimate)", 64 * kMiB});
+  if (tpn > 1 || spn > 1) b.push_back({PoolKind::kComm, "NCCL channel buffers (estimate)", 64 * kMiB});
   return b;
 }
 
 uint64_t h3_request_arena_bytes(const h3::H3Config& config, const RequestShape& shape) {
   uint64_t bytes = kArenaAlignment;  // request_arena_bytes adds one alignment
-  for (const BufferBytes& b : h3_request_buffers(config, shape, ParallelLayout{}))
+  for (const BufferBytes& b : h3_request_buffers(config, shape, ParallelLayout{}, {}))
     if (b.name != "cuBLASLt workspace") bytes += b.bytes;  // the GEMM runner allocates its own
   return bytes;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/parallel_options.h"
 #include "models/h3/config.h"
 #include "planner/plan_request.h"
 #include "planner/plan_types.h"
@@ -27,12 +28,12 @@ struct BufferBytes {
 // resident_weight_bytes does; tp N divides the block and refiner linears by N.
 std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const ParallelLayout& layout);
 
-// The GPU runner's request arena for one computing GPU, buffer by buffer. For layout none this
-// MIRRORS RequestBuffers::specs and request_arena_bytes in src/models/h3/cuda/gpu_request.cpp (keep
-// the two lists in step); tp N splits q/k/v/o and the FFN intermediates by N, sp N splits every
-// per-row buffer by N (the text rows stay whole) and adds the all-to-all receive buffers.
+// The GPU runner's request arena for one computing GPU, buffer by buffer: the runner's own list
+// (h3::gpu::arena_buffers, which it allocates) in the plan's pools, plus the workspaces and
+// communicator buffers outside it. `sp` holds the run's switches that change memory: the q/k/v
+// scheme (gathering rows adds a buffer) and row weights (the largest share sets the rows).
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& config, const RequestShape& shape,
-                                            const ParallelLayout& layout);
+                                            const ParallelLayout& layout, const dist::SequenceParallelOptions& sp);
 
 // Sum of h3_request_buffers for one GPU (layout none): what request_arena_bytes() gives, with the
 // attention workspace estimated (cuDNN reports its own only on a GPU).

@@ -28,14 +28,15 @@ Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3C
     OROCHI_RETURN_IF_ERROR(h3::check_parallel_layout(config, tp, sp));
     return ParallelDegrees{tp, sp, std::move(why)};
   };
-  if (gpus == 1) return ParallelDegrees{1, 1, "one GPU"};
-  if (mode == "tp") return checked(gpus, 1, "forced (--parallel tp)");
-  if (mode == "sp") return checked(1, gpus, "forced (--parallel sp)");
-  if (mode == "tpxsp") {
-    if (gpus % 2 != 0) return invalid_argument("--parallel tpxsp needs an even number of GPUs (tp 2 x sp N/2)");
-    return checked(2, gpus / 2, "forced (--parallel tpxsp)");
+  OROCHI_ASSIGN_OR_RETURN(const std::optional<ParallelLayout> forced, parse_parallel_choice(mode));
+  if (forced) {
+    if (forced->degree > gpus)
+      return invalid_argument("--parallel " + forced->name() + " needs " + std::to_string(forced->degree) +
+                              " GPUs; pass --gpus " + std::to_string(forced->degree) + " or more");
+    if (forced->degree == 1) return ParallelDegrees{1, 1, gpus == 1 ? "one GPU" : "forced (--parallel none): one GPU"};
+    return checked(forced->tp(), forced->sp(), "forced (--parallel " + forced->name() + ")");
   }
-  if (mode != "auto") return invalid_argument("--parallel must be auto, tp, sp or tpxsp, got '" + mode + "'");
+  if (gpus == 1) return ParallelDegrees{1, 1, "one GPU"};
   // Smallest TP that fits; SP takes the remaining GPUs.
   for (int tp = 1; tp <= gpus; ++tp) {
     if (gpus % tp != 0 || !h3::check_parallel_layout(config, tp, gpus / tp).is_ok()) continue;
@@ -85,7 +86,12 @@ StepEstimate estimate_step(const MemoryPlan& plan, const ParallelDegrees& d) {
 }
 
 Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
-  Expected<LayoutPlan> laid_out = plan_layout(in, mode);
+  OROCHI_ASSIGN_OR_RETURN(const RequestShape shape, request_shape(in.models, in.request));
+  return plan_for_gpus(std::move(in), mode, shape);
+}
+
+Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode, const RequestShape& shape) {
+  Expected<LayoutPlan> laid_out = plan_layout(in, mode, shape);
   if (mode != "auto" || in.gpus.count == 1) return laid_out;
   // The alternative: everything on GPU 0, streaming from host RAM what does not fit there.
   PlanInput single = in;
@@ -93,7 +99,7 @@ Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
   single.layout = {};
   single.tiers.host = true;
   single.tiers.peer = false;
-  Expected<MemoryPlan> one = plan_memory(single);
+  Expected<MemoryPlan> one = plan_memory(single, shape);
   if (!one || !one->fits) return laid_out;
   const StepEstimate one_step = estimate_step(*one, ParallelDegrees{});
   const double one_s = one_step.total();
@@ -118,7 +124,7 @@ Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode) {
   return laid_out;
 }
 
-Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode) {
+Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode, const RequestShape& shape) {
   constexpr double kGiB = 1 << 30;
   const int gpus = in.gpus.count;
   in.layout = {};
@@ -128,7 +134,7 @@ Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode) {
     // Every weight counted as resident: what one GPU would need to hold the whole model.
     PlanInput whole = in;
     whole.tiers.peer = whole.tiers.host = false;
-    OROCHI_ASSIGN_OR_RETURN(const MemoryPlan one, plan_memory(whole));
+    OROCHI_ASSIGN_OR_RETURN(const MemoryPlan one, plan_memory(whole, shape));
     for (const PhasePlan& phase : one.phases)
       if (phase.name == "denoiser" && !phase.gpus.empty()) {
         weights = phase.gpus[0].pool_bytes(PoolKind::kWeights) / kGiB;
@@ -140,7 +146,7 @@ Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode) {
                                                        static_cast<double>(in.gpus.vram_bytes) / kGiB, weights, request));
   in.gpus.count = gpus;
   in.layout = layout_for(out.degrees);
-  OROCHI_ASSIGN_OR_RETURN(out.plan, plan_memory(in));
+  OROCHI_ASSIGN_OR_RETURN(out.plan, plan_memory(in, shape));
   return out;
 }
 

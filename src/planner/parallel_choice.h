@@ -1,4 +1,5 @@
-// `--gpus N --parallel tp|sp|tpxsp|auto`: how N GPUs share one request of the H3 denoiser.
+// `--gpus N --parallel auto|none|tpN|spN|tpNxspM`: how N GPUs share one request of the H3 denoiser.
+// The planner is the one decider; every command takes this vocabulary (parse_parallel_choice).
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ struct ParallelDegrees {
 // (per block it moves 4 all_to_alls of S x inner / N per GPU against TP's 2 all_reduces of S x H,
 // and keeps every GEMM at full width); otherwise the smallest TP that fits, SP over the rest.
 // Memory per GPU is estimated as weights / tp + request / (tp * sp) from the one-GPU figures.
+// `mode`: auto, or a layout (parse_parallel_choice) that must fit in `gpus`.
 Expected<ParallelDegrees> choose_parallel(const std::string& mode, const h3::H3Config& config, int gpus,
                                           double vram_gib, double weights_gib, double request_gib);
 
@@ -31,7 +33,7 @@ struct StepEstimate {
 };
 StepEstimate estimate_step(const MemoryPlan& plan, const ParallelDegrees& degrees);
 
-// Plans `in` on in.gpus.count GPUs laid out by `mode` (auto, tp, sp, tpxsp): the one-GPU plan's
+// Plans `in` on in.gpus.count GPUs laid out by `mode` (auto or a layout): the one-GPU plan's
 // denoiser figures (weights, the rest) choose the degrees, then that layout is planned. in.layout
 // is ignored. With auto, the layout is then weighed against the whole request on GPU 0 streaming
 // what does not fit from pinned host RAM (in.tiers.host or not): over a slow link (in.gpus.peer_gbps,
@@ -42,8 +44,10 @@ struct LayoutPlan {
   ParallelDegrees degrees;
 };
 Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode);
+// The same for a request whose shape is already made (it is not computed again).
+Expected<LayoutPlan> plan_for_gpus(PlanInput in, const std::string& mode, const RequestShape& shape);
 // The same without the one-GPU alternative: the layout memory chooses, planned.
-Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode);
+Expected<LayoutPlan> plan_layout(PlanInput in, const std::string& mode, const RequestShape& shape);
 
 // The planner's layout for chosen degrees.
 ParallelLayout layout_for(const ParallelDegrees& degrees);

@@ -51,7 +51,7 @@ PhaseSpec denoiser_phase(const PlanInput& in, const RequestShape& shape) {
   p.layout = in.layout;
   p.tiers = in.tiers;
   p.groups = h3_weight_groups(in.models.transformer, in.layout);
-  p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout);
+  p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout, in.sp);
   p.passes = shape.steps;
   p.notes.push_back("AdaLN projections stay in host RAM: streamed once per request to build the tables");
   p.notes.push_back("freed before decode; the latents go to the host");
@@ -79,7 +79,7 @@ PhaseSpec decode_phase(const PlanInput& in, const RequestShape& shape) {
 
 uint64_t margin_bytes(uint64_t cap) { return kContextBytes + std::max(kMinSafetyBytes, cap / 100); }
 
-Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, bool with_extras) {
+Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* known, bool with_extras) {
   if (in.gpus.count < 1 || in.gpus.count > 64)
     return invalid_argument("--gpus must be in [1, 64], got " + std::to_string(in.gpus.count));
   if (in.gpus.vram_bytes < kGiB / 4)
@@ -91,7 +91,11 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, bool with_extras) {
   OROCHI_RETURN_IF_ERROR(check_h3_layout(in.models.transformer, in.layout));
   MemoryPlan plan;
   plan.input = in;
-  OROCHI_ASSIGN_OR_RETURN(plan.shape, request_shape(in.models, in.request));
+  if (known) {
+    plan.shape = *known;
+  } else {
+    OROCHI_ASSIGN_OR_RETURN(plan.shape, request_shape(in.models, in.request));
+  }
   for (const PhaseSpec& spec :
        {text_encoder_phase(in, plan.shape), denoiser_phase(in, plan.shape), decode_phase(in, plan.shape)})
     plan.phases.push_back(build_phase(spec, in.gpus));
@@ -119,13 +123,16 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, bool with_extras) {
   plan.step_stream_s = static_cast<double>(denoiser.peer_read_bytes) / (in.gpus.peer_gbps * 1e9) +
                        static_cast<double>(denoiser.host_read_bytes) / (in.gpus.host_gbps * 1e9);
   if (with_extras) {
-    OROCHI_ASSIGN_OR_RETURN(plan.capacity, capacity_table(in));
-    if (!plan.fits) plan.suggestions = suggest_fixes(in);
+    OROCHI_ASSIGN_OR_RETURN(plan.capacity, capacity_table(in, plan.shape));
+    if (!plan.fits) plan.suggestions = suggest_fixes(in, plan.shape);
   }
   return plan;
 }
 
-Expected<MemoryPlan> plan_memory(const PlanInput& input) { return plan_memory_impl(input, true); }
+Expected<MemoryPlan> plan_memory(const PlanInput& input) { return plan_memory_impl(input, nullptr, true); }
+Expected<MemoryPlan> plan_memory(const PlanInput& input, const RequestShape& shape) {
+  return plan_memory_impl(input, &shape, true);
+}
 
 Status check_fits(const MemoryPlan& plan) {
   if (plan.fits) return Status::ok();

@@ -45,6 +45,9 @@ struct MemoryPlan {
 // Errors: invalid_argument for --gpus outside [1, 64], VRAM <= 0, a layout wider than the GPUs or
 // not dividing the denoiser's heads, and the request's own errors (request_shape).
 Expected<MemoryPlan> plan_memory(const PlanInput& input);
+// The same for a request whose shape is already made (request_shape of input.models and
+// input.request): it is reused, not computed again.
+Expected<MemoryPlan> plan_memory(const PlanInput& input, const RequestShape& shape);
 
 // ok when the plan fits; otherwise invalid_argument with the tightest GPU's need, its cap, the
 // shortfall in GiB and the suggestions, e.g. "does not fit: GPU 0 needs 61.20 GiB in the denoiser

@@ -77,8 +77,8 @@ Expected<ParallelLayout> parse_parallel_layout(const std::string& text) {
     if (!std::isspace(static_cast<unsigned char>(c)) && c != '=') s += static_cast<char>(std::tolower(c));
   if (s == "none" || s == "1" || s.empty()) return ParallelLayout{};
   auto bad = [&] {
-    return invalid_argument("--parallel must be none, tp N (tensor parallel), sp N (Ulysses sequence parallel) or "
-                            "tpNxspM (both), got '" + text + "'");
+    return invalid_argument("--parallel must be auto, none, tpN (tensor parallel, e.g. tp2), spN (Ulysses sequence "
+                            "parallel, e.g. sp2) or tpNxspM (both, e.g. tp2xsp2), got '" + text + "'");
   };
   // tpNxspM: TP inside SP.
   const size_t x = s.find("sp", 2);
@@ -100,6 +100,12 @@ Expected<ParallelLayout> parse_parallel_layout(const std::string& text) {
   if (p.degree < 1) return bad();
   if (p.degree == 1) p.kind = ParallelLayout::Kind::kNone;
   return p;
+}
+
+Expected<std::optional<ParallelLayout>> parse_parallel_choice(const std::string& text) {
+  if (text == "auto") return std::optional<ParallelLayout>();
+  OROCHI_ASSIGN_OR_RETURN(const ParallelLayout layout, parse_parallel_layout(text));
+  return std::optional<ParallelLayout>(layout);
 }
 
 Expected<PlanRequest> request_for_resolution(const std::string& res, PlanRequest base) {

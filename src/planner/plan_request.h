@@ -7,10 +7,12 @@
 #include <string>
 
 #include "core/status.h"
+#include "dist/parallel_options.h"
 #include "models/h3/config.h"
 #include "models/h3_audio_vae/config.h"
 #include "models/h3_video_vae/config.h"
 #include "models/qwen3vl/text_config.h"
+#include "pipeline/scheduler_h3.h"
 #include "planner/plan_types.h"
 
 namespace orochi::planner {
@@ -41,6 +43,8 @@ struct ParallelLayout {
 // "none", "tp2" / "tp 2" / "tp=2", "sp4" (Ulysses sequence parallel), "tp2xsp2" (both: TP groups
 // of 2 inside SP groups of 2, 4 GPUs).
 Expected<ParallelLayout> parse_parallel_layout(const std::string& text);
+// --parallel on every command: "auto" (none: the planner decides) or a layout as above.
+Expected<std::optional<ParallelLayout>> parse_parallel_choice(const std::string& text);
 
 struct GpuSet {
   int count = 1;
@@ -60,6 +64,7 @@ struct PlanRequest {
   int64_t width = 1344, height = 768, frames = 124;
   int64_t text_rows = 256;  // prompt tokens L
   int64_t steps = 8;        // denoiser evaluations
+  double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
 };
 
 // "480p" (832x480), "544p" (960x544), "768p" (1344x768) or "WxH" (e.g. "1024x576").
@@ -74,6 +79,8 @@ struct PlanInput {
   // The text-encoder phase's own tiers when set (generate lets it stream from host RAM even when
   // several GPUs split the denoiser instead); otherwise it is placed with `tiers` as well.
   std::optional<TierPolicy> text_encoder_tiers;
+  // The run's sequence-parallel switches that change memory (engine/run_switches.h).
+  dist::SequenceParallelOptions sp;
 };
 
 }  // namespace orochi::planner

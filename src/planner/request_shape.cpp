@@ -4,41 +4,24 @@
 
 #include "models/h3_video_vae/temporal.h"
 #include "models/h3_video_vae/tiling.h"
-#include "pipeline/denoise_loop.h"
 #include "pipeline/packed_layout.h"
-#include "pipeline/scheduler_h3.h"
 
 namespace orochi::planner {
 
 Expected<RequestShape> request_shape(const ModelConfigs& models, const PlanRequest& request) {
   RequestShape s;
-  OROCHI_ASSIGN_OR_RETURN(s.geometry, pipeline::video_geometry(request.width, request.height, request.frames));
-  if (request.steps < 1 || request.steps > 1000)
-    return invalid_argument("--steps must be in [1, 1000], got " + std::to_string(request.steps));
-  if (request.text_rows < 1 || request.text_rows > 65536)
-    return invalid_argument("--text-rows must be in [1, 65536], got " + std::to_string(request.text_rows));
-  const h3::H3Config& c = models.transformer;
-  // The t2va layout and schedules exactly as pipeline::plan_t2va builds them.
-  pipeline::LayoutRequest lr;
-  lr.text_rows = request.text_rows;
-  lr.latent_frames = s.geometry.latent_frames;
-  lr.latent_height = s.geometry.latent_height;
-  lr.latent_width = s.geometry.latent_width;
-  lr.audio_latents = s.geometry.audio_latents;
-  lr.patch_h = c.patch_size[1];
-  lr.patch_w = c.patch_size[2];
-  OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, pipeline::build_packed_layout(lr));
-  OROCHI_ASSIGN_OR_RETURN(const pipeline::H3Schedule video,
-                          pipeline::make_h3_schedule(request.steps + 1, pipeline::kH3VideoShift));
-  OROCHI_ASSIGN_OR_RETURN(const pipeline::H3Schedule audio,
-                          pipeline::make_h3_schedule(request.steps + 1, pipeline::kH3AudioShift));
-  const pipeline::TimestepPlan tables = pipeline::plan_timesteps(layout, video, audio);
+  // The layout and schedules as the run makes them: pipeline::plan_t2va, once.
+  const pipeline::T2vaShape t2va{request.width,       request.height,      request.frames,   request.steps,
+                                 request.video_shift, request.audio_shift, request.text_rows};
+  OROCHI_ASSIGN_OR_RETURN(s.t2va, pipeline::plan_t2va(models.transformer, t2va));
+  s.geometry = s.t2va.geometry;
+  const pipeline::PackedLayout& layout = s.t2va.layout;
   s.rows = layout.rows;
   s.text_rows = request.text_rows;
   s.video_rows = layout.video_indices.numel();
   s.audio_rows = layout.audio_indices.numel();
-  s.timesteps = tables.timesteps.numel();
-  s.steps = tables.steps();
+  s.timesteps = s.t2va.table_timesteps;
+  s.steps = s.t2va.steps;
 
   // The decoder's temporal chunks and spatial tiles (tiling is on in the release).
   const h3vae::VideoVaeConfig& v = models.video_vae;

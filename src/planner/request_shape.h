@@ -5,12 +5,14 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "pipeline/t2va.h"
 #include "pipeline/video_geometry.h"
 #include "planner/plan_request.h"
 
 namespace orochi::planner {
 
 struct RequestShape {
+  pipeline::T2vaPlan t2va;  // the run's own plan of the layout and schedules (pipeline::plan_t2va)
   pipeline::VideoGeometry geometry;
   int64_t rows = 0;        // S, the packed sequence
   int64_t text_rows = 0;   // L
@@ -21,8 +23,8 @@ struct RequestShape {
   int64_t vae_tile_tokens = 0;  // latent voxels of the largest tile (7·16·16 = 1792 released)
 };
 
-// Errors: the canvas or frame count (pipeline::video_geometry's advice), steps outside [1, 1000],
-// text rows outside [1, 65536].
+// Errors: pipeline::plan_t2va's (the canvas or frame count with pipeline::video_geometry's advice,
+// steps outside [1, 1000], text rows outside [1, pipeline::kMaxTextRows]).
 Expected<RequestShape> request_shape(const ModelConfigs& models, const PlanRequest& request);
 
 }  // namespace orochi::planner

@@ -2,7 +2,7 @@
 // compare two ways of running the same model (layouts, weight streaming).
 #pragma once
 
-#include "models/h3/cuda/gpu_request.h"
+#include "models/h3/request_buffers.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
 

@@ -204,7 +204,7 @@ TEST_F(CudaNorm, QkNormRopeMatchesCpu) {
 }
 
 // The one-block-per-row kernel (the default) against the one-warp-per-item one
-// (OROCHI_QK_NORM_KERNEL=items): the same bits; and, informative, their times at H3's
+// (--set qk-norm=items): the same bits; and, informative, their times at H3's
 // 832x480 q (15,100 rows x 56 heads).
 TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
   struct Case { int64_t S, heads, R; };
@@ -223,17 +223,17 @@ TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
     }
     std::vector<Tensor> results;
     for (const char* kernel : {"items", "rows"}) {
-      setenv("OROCHI_QK_NORM_KERNEL", kernel, 1);
+      const bool items = std::string(kernel) == "items";
       ASSERT_OK_AND_ASSIGN(Tensor dx, cuda::upload(x, arena(), DType::kBF16, stream()));
-      ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));
+      ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream(), items));
       results.push_back(to_host_f32(dx, stream()));
       if (k.S >= 10000) {  // timing: 2 warm-up, then 10 calls between events
         cudaEvent_t start = nullptr, stop = nullptr;
         ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
         ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
-        for (int i = 0; i < 2; ++i) ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));
+        for (int i = 0; i < 2; ++i) ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream(), items));
         ASSERT_EQ(cudaEventRecord(start, stream()), cudaSuccess);
-        for (int i = 0; i < 10; ++i) ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream()));
+        for (int i = 0; i < 10; ++i) ASSERT_STATUS_OK(cuda::qk_norm_rope(dx, dw, kEps, dcos, dsin, stream(), items));
         ASSERT_EQ(cudaEventRecord(stop, stream()), cudaSuccess);
         ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
         float ms = 0;
@@ -245,7 +245,6 @@ TEST_F(CudaNorm, QkNormRopeRowsKernelGivesTheSameBits) {
         cudaEventDestroy(stop);
       }
     }
-    unsetenv("OROCHI_QK_NORM_KERNEL");
     const float* a = results[0].data<float>();
     for (size_t i = 1; i < results.size(); ++i)
       EXPECT_TRUE(std::equal(a, a + results[0].numel(), results[i].data<float>()))

@@ -24,13 +24,13 @@ using std::chrono::milliseconds;
 
 class DistPeerCopy : public testing::TwoGpuTest {
  protected:
-  std::vector<std::unique_ptr<Comm>> members(CommOptions options = {}) {
+  std::vector<std::unique_ptr<Comm>> members(CommOptions options = {}, dist::PeerCopyPace pace = {}) {
     std::vector<std::unique_ptr<Comm>> comms;
     if (!PeerCopyGroup::supported({0, 1})) {
       ADD_FAILURE() << "the two GPUs have no peer access";
       return comms;
     }
-    auto group = PeerCopyGroup::create({0, 1}, streams_, std::move(options));
+    auto group = PeerCopyGroup::create({0, 1}, streams_, std::move(options), pace);
     EXPECT_TRUE(group.has_value()) << group.status().to_string();
     if (group)
       for (int r = 0; r < kRanks; ++r) comms.push_back((*group)->member(r));
@@ -96,12 +96,10 @@ TEST_F(DistPeerCopy, AllGatherAndHeartbeat) {
   }
 }
 
-// OROCHI_PEER_PACE: pushes in 1 MB pieces with 20 us host pauses between them deliver the same
+// The peer-pace switch: pushes in 1 MB pieces with 20 us host pauses between them deliver the same
 // bytes (a 4 MB + 123-float piece per rank: four full pieces and a partial one).
 TEST_F(DistPeerCopy, PacedAllGatherMatchesTheHost) {
-  setenv("OROCHI_PEER_PACE", "1:20", 1);
-  auto comms = members();
-  unsetenv("OROCHI_PEER_PACE");
+  auto comms = members({}, dist::PeerCopyPace{size_t{1} << 20, 20});
   ASSERT_EQ(comms.size(), 2u);
   constexpr int64_t n = (int64_t{1} << 20) + 123;
   auto value = [](int rank, int64_t i) { return static_cast<float>(rank * 2'000'000 + i); };  // exact in f32
@@ -120,25 +118,6 @@ TEST_F(DistPeerCopy, PacedAllGatherMatchesTheHost) {
   for (int j = 0; j < kRanks; ++j)
     for (int64_t i = 0; i < n; ++i) want.push_back(value(j, i));
   for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(got[r] == want) << "rank " << r;
-}
-
-// The variable's parser runs without GPUs.
-TEST(DistPeerCopyPace, ParsesMegabytesAndMicrosecondsAndRefusesTheRest) {
-  for (const char* off : {static_cast<const char*>(nullptr), ""}) {
-    Expected<dist::PeerCopyPace> p = dist::parse_peer_copy_pace(off);
-    ASSERT_TRUE(p.has_value());
-    EXPECT_EQ(p->piece_bytes, 0u);
-  }
-  Expected<dist::PeerCopyPace> p = dist::parse_peer_copy_pace("32:150");
-  ASSERT_TRUE(p.has_value()) << p.status().to_string();
-  EXPECT_EQ(p->piece_bytes, size_t{32} << 20);
-  EXPECT_EQ(p->gap_us, 150);
-  for (const char* bad : {"32", "x:1", "0:5", "32:-1", "32:", "32:5x", ":5", "5000:1", "32:20000"}) {
-    Expected<dist::PeerCopyPace> q = dist::parse_peer_copy_pace(bad);
-    ASSERT_FALSE(q.has_value()) << bad;
-    EXPECT_EQ(q.status().code(), ErrorCode::kInvalidArgument) << bad;
-    EXPECT_TRUE(contains(q.status().message(), "OROCHI_PEER_PACE")) << q.status().message();
-  }
 }
 
 TEST_F(DistPeerCopy, CountsThatDisagreeFailEveryRank) {

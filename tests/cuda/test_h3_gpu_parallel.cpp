@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cuda/device.h"
+#include "engine/run_switches.h"
 #include "models/h3/cuda/gpu_parallel.h"
 #include "support/compare.h"
 #include "support/golden.h"
@@ -81,9 +82,17 @@ INSTANTIATE_TEST_SUITE_P(Layouts, H3GpuParallel,
                          ::testing::Values(MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}),
                          [](const auto& info) { return info.param.tp > 1 ? std::string("TP2") : std::string("SP2"); });
 
-// SP2's other schemes, chosen by environment variables the runner reads at creation: q/k/v
-// chunks of every rank's heads sent instead of the rows of x (OROCHI_SP_QKV=heads), and attention
-// one share of query rows at a time (OROCHI_SP_ATTENTION=split).
+// The run switches (engine/run_switches.h) that choose SP2's schemes, as the engine passes them.
+h3::gpu::RunnerOptions sp_switches(const char* qkv, const char* attention, const char* weights = "") {
+  engine::RunSwitches s;
+  EXPECT_TRUE(engine::set_run_switch(s, "sp-qkv", qkv).is_ok());
+  EXPECT_TRUE(engine::set_run_switch(s, "sp-attention", attention).is_ok());
+  EXPECT_TRUE(engine::set_run_switch(s, "sp-weights", weights).is_ok());
+  return {s.kernels, s.sp};
+}
+
+// SP2's other schemes: q/k/v chunks of every rank's heads sent instead of the rows of x
+// (sp-qkv=heads), and attention one share of query rows at a time (sp-attention=split).
 TEST(H3GpuParallelSchemes, SpHeadsAndSplitAttentionMatchOneGpu) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   const h3::H3Config c = narrow_config();
@@ -91,45 +100,33 @@ TEST(H3GpuParallelSchemes, SpHeadsAndSplitAttentionMatchOneGpu) {
   const h3::H3Outputs want = one_gpu(c, r, 5);
   const std::pair<const char*, const char*> schemes[] = {{"heads", "whole"}, {"gather", "split"}, {"heads", "split"}};
   for (const auto& [qkv, attention] : schemes) {
-    setenv("OROCHI_SP_QKV", qkv, 1);
-    setenv("OROCHI_SP_ATTENTION", attention, 1);
-    auto mg = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size);
-    unsetenv("OROCHI_SP_QKV");
-    unsetenv("OROCHI_SP_ATTENTION");
+    auto mg = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size, {}, sp_switches(qkv, attention));
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
     expect_forward_matches(**mg, r, 5, want, std::string("SP2 qkv=") + qkv + " attention=" + attention);
   }
 }
 
 // Rows split by weight instead of evenly (a slower GPU takes fewer): given in the layout with the
-// default q/k/v scheme, and through OROCHI_SP_WEIGHTS with the heads scheme and split attention.
+// default q/k/v scheme, and through the sp-weights switch with the heads scheme and split attention.
 TEST(H3GpuParallelSchemes, SpWeightedRowsMatchOneGpu) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   const h3::H3Config c = narrow_config();
   const Request r = narrow_request(c);
   const h3::H3Outputs want = one_gpu(c, r, 5);
-  for (bool from_env : {false, true}) {
+  for (bool from_switch : {false, true}) {
     MultiGpuLayout layout{.tp = 1, .sp = 2};
-    if (from_env) {
-      setenv("OROCHI_SP_WEIGHTS", "0.8,1.2", 1);
-      setenv("OROCHI_SP_QKV", "heads", 1);
-      setenv("OROCHI_SP_ATTENTION", "split", 1);
-    } else {
-      layout.sp_weights = {1.3, 0.7};
-    }
-    auto mg = H3MultiGpu::create(c, {0, 1}, layout, r.size);
-    unsetenv("OROCHI_SP_WEIGHTS");
-    unsetenv("OROCHI_SP_QKV");
-    unsetenv("OROCHI_SP_ATTENTION");
+    h3::gpu::RunnerOptions options;
+    if (from_switch) options = sp_switches("heads", "split", "0.8,1.2");
+    else layout.sp_weights = {1.3, 0.7};
+    auto mg = H3MultiGpu::create(c, {0, 1}, layout, r.size, {}, options);
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
     ASSERT_EQ((*mg)->layout().sp_weights.size(), 2u);
-    expect_forward_matches(**mg, r, 5, want, from_env ? "SP2 rows 0.8:1.2 (env), qkv=heads attention=split" : "SP2 rows 1.3:0.7");
+    expect_forward_matches(**mg, r, 5, want,
+                           from_switch ? "SP2 rows 0.8:1.2 (switch), qkv=heads attention=split" : "SP2 rows 1.3:0.7");
   }
-  setenv("OROCHI_SP_WEIGHTS", "1,x", 1);
-  auto bad = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size);
-  unsetenv("OROCHI_SP_WEIGHTS");
+  auto bad = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size, {}, sp_switches("auto", "whole", "1,1,1"));
   ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.status().message().find("OROCHI_SP_WEIGHTS"), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find("sp-weights"), std::string::npos) << bad.status().to_string();
   MultiGpuLayout zero{.tp = 1, .sp = 2};
   zero.sp_weights = {1, 0};  // given in the layout: the same check
   auto refused = H3MultiGpu::create(c, {0, 1}, zero, r.size);

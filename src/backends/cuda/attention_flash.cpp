@@ -8,7 +8,6 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/sm90a/flash_attention_launch.h"
 #include "backends/cuda/tensor_maps.h"
-#include "core/env.h"
 
 namespace orochi::cuda {
 namespace {
@@ -54,16 +53,12 @@ Expected<size_t> flash_attention_workspace_bytes(int sm_count) {
   return static_cast<size_t>(sms) * static_cast<size_t>(sm90a::flash_attention_partial_bytes());
 }
 
-Expected<FlashAttentionOptions> flash_attention_options_from_environment() {
+FlashAttentionOptions flash_attention_options(const backends::KernelOptions& kernels) {
   FlashAttentionOptions o;
-  OROCHI_ASSIGN_OR_RETURN(const std::string kv_block, env_choice("OROCHI_FLASH_KV_BLOCK", {"128", "176", "192"}, "192"));
-  OROCHI_ASSIGN_OR_RETURN(const std::string pingpong, env_choice("OROCHI_FLASH_PINGPONG", {"0", "1"}, "1"));
-  OROCHI_ASSIGN_OR_RETURN(const std::string split, env_choice("OROCHI_FLASH_SPLIT_TAIL", {"0", "1"}, "1"));
-  OROCHI_ASSIGN_OR_RETURN(const std::string rescale, env_choice("OROCHI_FLASH_RESCALE", {"eager", "lazy"}, "lazy"));
-  o.lazy_rescale = std::string_view(rescale) == "lazy";
-  o.kv_block = std::stoi(kv_block);
-  o.pingpong = pingpong == "1";
-  o.split_tail = split == "1";
+  o.kv_block = kernels.flash_kv_block;
+  o.pingpong = kernels.flash_pingpong;
+  o.split_tail = kernels.flash_split_tail;
+  o.lazy_rescale = kernels.flash_lazy_rescale;
   return o;
 }
 
@@ -71,7 +66,7 @@ Status flash_attention(const void* q, const void* k, const void* v, void* o, con
                        cudaStream_t stream, const FlashAttentionOptions& options) {
   if (const std::string why = flash_attention_unsupported_reason(shape); !why.empty())
     return Status(ErrorCode::kUnsupported, "Orochi's flash attention cannot run " + shape.to_string() + ": " + why +
-                                               "; use cuDNN attention (OROCHI_ATTENTION=cudnn)");
+                                               "; use cuDNN attention (--set attention=cudnn)");
   for (const void* p : {q, k, v, static_cast<const void*>(o)})
     if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 != 0)
       return Status(ErrorCode::kInvalidArgument, "flash attention needs non-null, 16-byte aligned q, k, v and o");

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "backends/cuda/attention_cudnn.h"
+#include "backends/kernel_options.h"
 #include "core/status.h"
 
 namespace orochi::cuda {
@@ -45,10 +46,9 @@ struct FlashAttentionOptions {
 // The workspace a split last wave can need on a GPU with `sm_count` SMs (0: the current device's).
 Expected<size_t> flash_attention_workspace_bytes(int sm_count = 0);
 
-// The defaults, overridden by OROCHI_FLASH_KV_BLOCK (128 | 176 | 192), OROCHI_FLASH_PINGPONG (0 | 1),
-// OROCHI_FLASH_SPLIT_TAIL (0 | 1) and OROCHI_FLASH_RESCALE (eager | lazy) for side-by-side timing;
-// an invalid value is an error that names the variable.
-Expected<FlashAttentionOptions> flash_attention_options_from_environment();
+// The variants the run's switches chose (engine/run_switches.h: flash-kv-block, flash-pingpong,
+// flash-split-tail, flash-rescale), without a workspace.
+FlashAttentionOptions flash_attention_options(const backends::KernelOptions& kernels);
 
 Status flash_attention(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
                        cudaStream_t stream, const FlashAttentionOptions& options = {});

@@ -44,8 +44,9 @@ Status gated_residual_rms_norm_modulate(const Tensor& h, const Tensor& gate, con
 // In place on q or k [S, heads, D]: per-head RMSNorm (weight [D]), then rotate-half RoPE over the
 // first R channels with bf16 cos/sin [S, R] (cast the fp32 RoPE table to bf16 first, as diffusers
 // does). Pass undefined cos/sin for the norm alone (the token refiner).
+// `items_kernel`: kernels::launch_qk_norm_rope's one-warp-per-head variant (for comparisons).
 Status qk_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& cos, const Tensor& sin,
-                    cudaStream_t stream);
+                    cudaStream_t stream, bool items_kernel = false);
 
 // u [M, 2I] = [value | gate] -> out [M, I] = bf16(value · bf16(silu(gate))).
 Status swiglu(const Tensor& u, const Tensor& out, cudaStream_t stream);

@@ -80,7 +80,7 @@ Status gated_residual_rms_norm_modulate(const Tensor& h, const Tensor& gate, con
 }
 
 Status qk_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& cos, const Tensor& sin,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, bool items_kernel) {
   detail::require_cuda(x, DType::kBF16, "qk_norm_rope input");
   OROCHI_CHECK(x.ndim() == 3, "qk_norm_rope input must be [S, heads, D], got ", x.describe());
   const int64_t S = x.dim(0), heads = x.dim(1), D = x.dim(2);
@@ -98,7 +98,8 @@ Status qk_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tens
   }
   return detail::launch_status(
       kernels::launch_qk_norm_rope(bf16_data(x), bf16_data(weight), S, heads, D, eps,
-                                   R ? bf16_data(cos) : nullptr, R ? bf16_data(sin) : nullptr, R, stream),
+                                   R ? bf16_data(cos) : nullptr, R ? bf16_data(sin) : nullptr, R, stream,
+                                   /*round_before_weight=*/false, items_kernel),
       "qk_norm_rope kernel");
 }
 

@@ -23,25 +23,6 @@ void CUDART_CB pause_stream(void* microseconds) {
 
 }  // namespace
 
-Expected<PeerCopyPace> parse_peer_copy_pace(const char* text) {
-  if (text == nullptr || *text == '\0') return PeerCopyPace{};
-  const std::string value(text);
-  auto bad = [&] {
-    return invalid_argument("OROCHI_PEER_PACE='" + value +
-                            "': expected MB:US, a piece size of 1-4096 MB and a gap of 0-10000 microseconds "
-                            "(for example 32:150), or unset it");
-  };
-  const size_t colon = value.find(':');
-  if (colon == std::string::npos) return bad();
-  char* end = nullptr;
-  const long mb = std::strtol(value.c_str(), &end, 10);
-  if (end != value.c_str() + colon || mb < 1 || mb > 4096) return bad();
-  const char* us_text = value.c_str() + colon + 1;
-  const long us = std::strtol(us_text, &end, 10);
-  if (*us_text == '\0' || *end != '\0' || us < 0 || us > 10000) return bad();
-  return PeerCopyPace{static_cast<size_t>(mb) << 20, static_cast<int>(us)};
-}
-
 class PeerCopyMember final : public Comm {
  public:
   PeerCopyMember(std::shared_ptr<PeerCopyGroup> group, int rank) : group_(std::move(group)), rank_(rank) {}
@@ -206,14 +187,13 @@ bool PeerCopyGroup::supported(const std::vector<int>& devices) {
 
 Expected<std::shared_ptr<PeerCopyGroup>> PeerCopyGroup::create(const std::vector<int>& devices,
                                                                const std::vector<cudaStream_t>& streams,
-                                                               CommOptions options) {
+                                                               CommOptions options, PeerCopyPace pace) {
   if (devices.empty() || devices.size() != streams.size())
     return invalid_argument("a copy-engine group needs one stream per device (" + std::to_string(devices.size()) +
                             " devices, " + std::to_string(streams.size()) + " streams)");
   if (options.deadline.count() <= 0) return invalid_argument("the communication deadline must be positive");
   if (!supported(devices))
     return unsupported("these GPUs cannot access each other's memory (no NVLink or PCIe peer access): use NCCL");
-  OROCHI_ASSIGN_OR_RETURN(const PeerCopyPace pace, parse_peer_copy_pace(std::getenv("OROCHI_PEER_PACE")));
   std::shared_ptr<PeerCopyGroup> g(new PeerCopyGroup(std::move(options)));
   g->pace_ = pace;
   g->ranks_.resize(devices.size());

@@ -20,21 +20,15 @@
 #include <vector>
 
 #include "dist/comm.h"
+#include "dist/parallel_options.h"
 
 namespace orochi::dist {
 
-// OROCHI_PEER_PACE=MB:US (experimental; unset: off): every push to a peer goes out in pieces of MB
-// megabytes with a US-microsecond host function between them on the stream, so an exchange spreads
-// over the compute it hides under instead of one burst at full link speed. For timing whether the
-// burst, rather than the bytes, is what lowers the power-capped GPUs' clock in SP2
-// (bench/RESULTS.md, session 10). Copy-engine groups only (NCCL groups ignore it); a host pause is
-// at least ~50-100 us whatever US says (sleep and host-function dispatch), at most 10 ms.
-struct PeerCopyPace {
-  size_t piece_bytes = 0;  // 0: one copy per peer
-  int gap_us = 0;
-};
-// Parses the variable's value; null or empty: off. A malformed value is an error naming it.
-Expected<PeerCopyPace> parse_peer_copy_pace(const char* text);
+// A group's pushes to a peer may go out in pieces (PeerCopyPace, dist/parallel_options.h: the
+// peer-pace switch), so an exchange spreads over the compute it hides under instead of one burst at
+// full link speed: for timing whether the burst, rather than the bytes, lowers the power-capped
+// GPUs' clock in SP2 (bench/RESULTS.md, session 10). A host pause is at least ~50-100 us whatever
+// the gap says (sleep and host-function dispatch), at most 10 ms.
 
 class PeerCopyGroup : public std::enable_shared_from_this<PeerCopyGroup> {
  public:
@@ -43,7 +37,7 @@ class PeerCopyGroup : public std::enable_shared_from_this<PeerCopyGroup> {
   // Enables peer access between every pair; streams[i] is rank i's stream (caller owns it).
   static Expected<std::shared_ptr<PeerCopyGroup>> create(const std::vector<int>& devices,
                                                          const std::vector<cudaStream_t>& streams,
-                                                         CommOptions options = {});
+                                                         CommOptions options = {}, PeerCopyPace pace = {});
   ~PeerCopyGroup();
   std::unique_ptr<Comm> member(int rank);
   void abort(const std::string& reason);

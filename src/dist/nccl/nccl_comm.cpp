@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cuda/cuda_check.h"
+#include "core/env.h"
 #include "core/log.h"
 #include "dist/nccl/nccl_errors.h"
 #include "dist/nccl/poll_pause.h"
@@ -83,9 +84,9 @@ Status check_request(const std::vector<int>& devices, const std::vector<cudaStre
 // variables once, at its first call; a value the user set is kept but reported.
 void keep_nvlink_multicast_off() {
   setenv("NCCL_NVLS_ENABLE", "0", 0 /* don't overwrite */);
-  const char* value = std::getenv("NCCL_NVLS_ENABLE");
-  if (value != nullptr && std::string(value) != "0")
-    log_warn("NCCL_NVLS_ENABLE=", value, " is set, so NCCL may use NVLink multicast, which Orochi keeps off; ",
+  const std::optional<std::string> value = env_value("NCCL_NVLS_ENABLE");
+  if (value && *value != "0")
+    log_warn("NCCL_NVLS_ENABLE=", *value, " is set, so NCCL may use NVLink multicast, which Orochi keeps off; ",
              "unset it if NCCL fails to start");
 }
 

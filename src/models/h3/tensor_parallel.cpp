@@ -37,32 +37,15 @@ std::string sp_weights_problem(const std::vector<double>& weights, int sp_size) 
   return "";
 }
 
-Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, const std::string& source) {
-  std::vector<double> weights;
-  if (text == nullptr || *text == '\0') return weights;
-  const std::string value(text);
-  const auto bad = [&](const std::string& why) {
-    return invalid_argument(source + "='" + value + "': " + why + "; give one weight per sequence-parallel rank (" +
-                            std::to_string(sp_size) + "), e.g. 1,0.98, or leave it unset for an even split");
-  };
-  size_t at = 0;
-  while (at <= value.size()) {
-    const size_t comma = std::min(value.find(',', at), value.size());
-    const std::string item = value.substr(at, comma - at);
-    char* end = nullptr;
-    const double w = std::strtod(item.c_str(), &end);
-    if (item.empty() || end != item.c_str() + item.size() || !std::isfinite(w) || w <= 0)
-      return bad("'" + item + "' is not a positive number");
-    weights.push_back(w);
-    at = comma + 1;
-  }
-  if (const std::string why = sp_weights_problem(weights, sp_size); !why.empty()) return bad(why);
-  return weights;
-}
-
 SpQkvScheme fewer_bytes_sp_qkv(const H3Config& c, int tp_size, int sp_size) {
   return static_cast<int64_t>(tp_size) * sp_size * c.hidden_size < 3 * c.inner_dim() ? SpQkvScheme::kGatherRows
                                                                                       : SpQkvScheme::kHeadChunks;
+}
+
+bool sp_gathers_rows(const H3Config& c, int tp_size, int sp_size, dist::SpQkv choice) {
+  if (sp_size < 2) return false;
+  if (choice == dist::SpQkv::kAuto) return fewer_bytes_sp_qkv(c, tp_size, sp_size) == SpQkvScheme::kGatherRows;
+  return choice == dist::SpQkv::kGather;
 }
 
 Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size) {

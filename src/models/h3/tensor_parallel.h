@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "dist/comm.h"
+#include "dist/parallel_options.h"
 #include "models/h3/config.h"
 
 namespace orochi::h3 {
@@ -34,9 +35,6 @@ std::vector<dist::Range> sp_row_shares(int64_t rows, const ParallelRank& rank);
 // SP rank, each in [0.5, 2] of their mean.
 std::string sp_weights_problem(const std::vector<double>& weights, int sp_size);
 
-// OROCHI_SP_WEIGHTS' value ("1,0.98") as ParallelRank::sp_weights, checked by sp_weights_problem;
-// null or empty text gives none (an even split). `source` names where it came from in the error.
-Expected<std::vector<double>> parse_sp_weights(const char* text, int sp_size, const std::string& source);
 
 // Heads must split over TP and, per TP rank, again over SP; says which sizes would work.
 Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size);
@@ -48,6 +46,10 @@ Status check_parallel_layout(const H3Config& c, int tp_size, int sp_size);
 // SP8 twice as much.
 enum class SpQkvScheme { kGatherRows, kHeadChunks };
 SpQkvScheme fewer_bytes_sp_qkv(const H3Config& c, int tp_size, int sp_size);
+
+// Whether a layout's SP ranks gather the attention input's rows (memory: the peers' rows buffer)
+// under the sp-qkv switch: auto takes fewer_bytes_sp_qkv's scheme. False without SP.
+bool sp_gathers_rows(const H3Config& c, int tp_size, int sp_size, dist::SpQkv choice);
 
 // What one TP rank holds of every block: whole heads, and a share of the SwiGLU width.
 struct TpShare {

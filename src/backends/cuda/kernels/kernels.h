@@ -47,9 +47,11 @@ cudaError_t launch_gated_residual_rms_norm(bf16* h, const bf16* gate, int64_t ga
 //   x[i] = bf16(bf16(n[i]·cos[i]) − bf16(n[i+R/2]·sin[i])),
 //   x[i+R/2] = bf16(bf16(n[i+R/2]·cos[i+R/2]) + bf16(n[i]·sin[i+R/2])).
 // Channels >= R keep n. R == 0 (cos = sin = nullptr) is the norm alone.
+// For D = 128: one block per sequence row (the default: 0.152 ms where one warp per head took 0.203
+// at H3's 480p q on an H200, bench/RESULTS.md), or, with `items_kernel`, one warp per head.
 cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads, int64_t D, float eps,
                                 const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream,
-                                bool round_before_weight = false);
+                                bool round_before_weight = false, bool items_kernel = false);
 
 // u [M, 2I] = [value | gate] -> out [M, I] = bf16(value · bf16(silu(gate))).
 cudaError_t launch_swiglu(const bf16* u, bf16* out, int64_t M, int64_t I, cudaStream_t stream);

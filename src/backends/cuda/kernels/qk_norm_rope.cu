@@ -2,9 +2,7 @@
 // The general kernel walks the head element by element; H3's head_dim 128 gets kernels where
 // each lane owns 4 adjacent channels (one 8-byte access) and fetches its rotation partner's
 // channels from the lane half/4 away with a shuffle: one block per sequence row (the default), or
-// one warp per (row, head) (OROCHI_QK_NORM_KERNEL=items, or rows beyond the grid's x limit).
-#include <cstdlib>
-#include <string>
+// one warp per (row, head) (`--set qk-norm=items`, or rows beyond the grid's x limit).
 
 #include "backends/cuda/kernels/device_helpers.cuh"
 #include "backends/cuda/kernels/kernels.h"
@@ -148,28 +146,20 @@ __global__ void qk_norm_rope_rows_128(bf16* __restrict__ x, const bf16* __restri
     norm_rope_head_128(row + h * 128, wv, cv, sv, l, eps, round_first);
 }
 
-// Which kernel D = 128 takes, read at every launch so a test can compare them in one process:
-// OROCHI_QK_NORM_KERNEL=rows (the default) or items (one warp per head). The rows kernel took
-// 0.152 ms where the per-item one took 0.203 at H3's 480p q (H200, bench/RESULTS.md).
-bool items_kernel_chosen() {
-  const char* e = std::getenv("OROCHI_QK_NORM_KERNEL");
-  return e != nullptr && std::string(e) == "items";
-}
-
 bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
 
 }  // namespace
 
 cudaError_t launch_qk_norm_rope(bf16* x, const bf16* w, int64_t S, int64_t heads, int64_t D, float eps,
                                 const bf16* cos, const bf16* sin, int64_t R, cudaStream_t stream,
-                                bool round_before_weight) {
+                                bool round_before_weight, bool items_kernel) {
   const int64_t rows = S * heads;
   if (rows == 0 || D == 0) return cudaSuccess;
   if ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock > kMaxGridX) return cudaErrorInvalidConfiguration;
   const unsigned blocks = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const bool table_aligned = R == 0 || (aligned8(cos) && aligned8(sin));
   const bool lanes_of_4 = D == 128 && R % 8 == 0 && aligned8(x) && aligned8(w) && table_aligned;
-  if (lanes_of_4 && !items_kernel_chosen() && S <= kMaxGridX)
+  if (lanes_of_4 && !items_kernel && S <= kMaxGridX)
     qk_norm_rope_rows_128<<<static_cast<unsigned>(S), 32 * kWarpsPerBlock, 0, stream>>>(
         x, w, heads, eps, cos, sin, static_cast<int>(R), round_before_weight);
   else if (lanes_of_4)

@@ -10,10 +10,11 @@ Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& confi
 
 Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, const std::vector<int>& devices,
                                                            const MultiGpuLayout& layout, const RequestSize& max,
-                                                           const WeightStreaming& streaming) {
+                                                           const WeightStreaming& streaming,
+                                                           const RunnerOptions& options) {
   std::unique_ptr<GpuDenoiser> d(new GpuDenoiser());
   d->config_ = config;
-  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, devices, layout, max, streaming));
+  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, devices, layout, max, streaming, options));
   cudaDeviceProp prop{};
   d->device_name_ = "cuda:" + std::to_string(devices.front());
   if (devices.size() > 1)
@@ -21,6 +22,18 @@ Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& confi
                        std::to_string(layout.sp) + ")";
   if (cudaGetDeviceProperties(&prop, devices.front()) == cudaSuccess) d->device_name_ += std::string(" ") + prop.name;
   return d;
+}
+
+Status GpuDenoiser::fit_request(const RequestSize& size) {
+  if (!gpus_) return Status(ErrorCode::kInternal, "GpuDenoiser::fit_request after release()");
+  if (gpus_->request_fits(size)) return Status::ok();
+  return gpus_->reserve_request(size);
+}
+
+void GpuDenoiser::release_request() {
+  if (gpus_) gpus_->free_request();
+  timesteps_ = Tensor();
+  request_set_ = false;
 }
 
 Status GpuDenoiser::prepare(const Tensor& timesteps) {

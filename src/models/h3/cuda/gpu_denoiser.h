@@ -20,7 +20,8 @@ class GpuDenoiser final : public Denoiser {
   // devices.size() == layout.tp * layout.sp GPUs of this process.
   static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, const std::vector<int>& devices,
                                                        const MultiGpuLayout& layout, const RequestSize& max,
-                                                       const WeightStreaming& streaming = {});
+                                                       const WeightStreaming& streaming = {},
+                                                       const RunnerOptions& options = {});
 
   Status init_random_weights(uint64_t seed) { return gpus_->init_random_weights(seed); }
   Status upload_weights(const H3Weights& host) { return gpus_->upload_weights(host); }
@@ -29,7 +30,12 @@ class GpuDenoiser final : public Denoiser {
   std::string device_name() const override { return device_name_; }
   Status prepare(const Tensor& timesteps) override;
   Expected<H3Outputs> forward(const H3Inputs& inputs) override;
+  // Before a request: its buffers (a new reservation only when it is larger than the last, or the
+  // last was given back). The weights stay.
+  Status fit_request(const RequestSize& size) override;
+  void release_request() override;
   void release() override { gpus_.reset(); }
+  bool released() const { return gpus_ == nullptr; }
 
  private:
   GpuDenoiser() = default;

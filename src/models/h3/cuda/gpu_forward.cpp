@@ -75,10 +75,10 @@ Status H3GpuRunner::project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], cons
   const Tensor &q = y[0], &k = y[1];
   timer_.begin("qk norm + rope");
   Status s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(q), ptr<const bf16>(b.norm_q), rows, heads, hd, eps,
-                                                         cos, sin, rot, stream_), "qk_norm_rope q");
+                                                         cos, sin, rot, stream_, false, qk_norm_items_), "qk_norm_rope q");
   if (s.is_ok())
     s = launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(k), ptr<const bf16>(b.norm_k), rows, heads, hd, eps, cos,
-                                                    sin, rot, stream_), "qk_norm_rope k");
+                                                    sin, rot, stream_, false, qk_norm_items_), "qk_norm_rope k");
   timer_.end();
   return s;
 }

@@ -21,7 +21,8 @@ ParallelRank rank_of(int world_rank, const MultiGpuLayout& l) {
 
 Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config, const std::vector<int>& devices,
                                                          const MultiGpuLayout& layout, const RequestSize& max,
-                                                         const WeightStreaming& streaming) {
+                                                         const WeightStreaming& streaming,
+                                                         const RunnerOptions& options) {
   const int world = layout.tp * layout.sp;
   if (streaming.any() && world > 1)
     return unsupported("streaming weights on several GPUs is not built yet: use fewer streamed blocks (a larger "
@@ -34,23 +35,23 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
     return invalid_argument("each GPU can take one rank; a device is listed twice");
   std::unique_ptr<H3MultiGpu> mg(new H3MultiGpu());
   mg->layout_ = layout;
-  if (mg->layout_.sp_weights.empty()) {  // parse_sp_weights checks them as below
-    OROCHI_ASSIGN_OR_RETURN(mg->layout_.sp_weights,
-                            parse_sp_weights(std::getenv("OROCHI_SP_WEIGHTS"), layout.sp, "OROCHI_SP_WEIGHTS"));
-  } else if (const std::string why = sp_weights_problem(mg->layout_.sp_weights, layout.sp); !why.empty()) {
-    return invalid_argument("the layout's SP row weights: " + why + "; give one per sequence-parallel rank (" +
+  if (mg->layout_.sp_weights.empty()) mg->layout_.sp_weights = options.sp.row_weights;  // empty: an even split
+  const std::vector<double>& weights = mg->layout_.sp_weights;
+  if (const std::string why = weights.empty() ? "" : sp_weights_problem(weights, layout.sp); !why.empty()) {
+    return invalid_argument("the SP row weights (--set sp-weights): " + why + "; give one per sequence-parallel rank (" +
                             std::to_string(layout.sp) + "), or none for an even split");
   }
   mg->devices_ = devices;
   for (int w = 0; w < world; ++w) {
     OROCHI_ASSIGN_OR_RETURN(auto runner,
-                            H3GpuRunner::create(config, devices[w], max, rank_of(w, mg->layout_), streaming));
+                            H3GpuRunner::create(config, devices[w], max, rank_of(w, mg->layout_), streaming, options));
     mg->runners_.push_back(std::move(runner));
   }
   // Groups: TP among the ranks of one SP index, SP among the ranks of one TP index.
   mg->tp_members_.resize(world);
   mg->sp_members_.resize(world);
   bool fault_placed = false;
+  const dist::PeerCopyPace pace = options.sp.pace;
   auto make_groups = [&](int count, int members, const char* name, auto world_rank_of,
                          std::vector<std::unique_ptr<dist::Comm>>& out) -> Status {
     if (members == 1) return Status::ok();
@@ -67,7 +68,7 @@ Expected<std::unique_ptr<H3MultiGpu>> H3MultiGpu::create(const H3Config& config,
       if (!fault_placed) options.fault = layout.fault;
       fault_placed = true;
       if (std::string(name) == "sp" && layout.sp_copy_engines && dist::PeerCopyGroup::supported(devs)) {
-        OROCHI_ASSIGN_OR_RETURN(auto group, dist::PeerCopyGroup::create(devs, streams, options));
+        OROCHI_ASSIGN_OR_RETURN(auto group, dist::PeerCopyGroup::create(devs, streams, options, pace));
         for (int m = 0; m < members; ++m) out[world_rank_of(g, m)] = group->member(m);
         mg->copy_groups_.push_back(std::move(group));
         continue;
@@ -121,6 +122,20 @@ Status H3MultiGpu::init_random_weights(uint64_t seed) {
 
 Status H3MultiGpu::upload_weights(const H3Weights& host) {
   return on_every_rank([&](int r) { return runners_[r]->upload_weights(host); });
+}
+
+Status H3MultiGpu::reserve_request(const RequestSize& max) {
+  return on_every_rank([&](int r) { return runners_[r]->reserve_request(max); });
+}
+
+void H3MultiGpu::free_request() {
+  for (auto& runner : runners_) runner->free_request();
+}
+
+bool H3MultiGpu::request_fits(const RequestSize& size) const {
+  for (const auto& runner : runners_)
+    if (!runner->request_fits(size)) return false;
+  return true;
 }
 
 Status H3MultiGpu::set_request(const Tensor& timesteps, const H3Inputs& inputs) {

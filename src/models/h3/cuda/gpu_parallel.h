@@ -28,7 +28,8 @@ struct MultiGpuLayout {
   // Ulysses exchanges by the GPUs' copy engines (dist/cuda/peer_copy_comm.h) when every SP pair has
   // peer access, so they overlap attention and GEMMs; NCCL otherwise (and always for TP's sums).
   bool sp_copy_engines = true;
-  // Relative speeds of the SP ranks (ParallelRank::sp_weights); empty: OROCHI_SP_WEIGHTS, else even.
+  // Relative speeds of the SP ranks (ParallelRank::sp_weights); empty: RunnerOptions' sp row weights,
+  // else even.
   std::vector<double> sp_weights = {};
 };
 
@@ -37,11 +38,16 @@ class H3MultiGpu {
   // `streaming`: transformer blocks streamed from a tier (one GPU only, for now).
   static Expected<std::unique_ptr<H3MultiGpu>> create(const H3Config& config, const std::vector<int>& devices,
                                                       const MultiGpuLayout& layout, const RequestSize& max,
-                                                      const WeightStreaming& streaming = {});
+                                                      const WeightStreaming& streaming = {},
+                                                      const RunnerOptions& options = {});
   ~H3MultiGpu();
 
   Status init_random_weights(uint64_t seed);
   Status upload_weights(const H3Weights& host);
+  // Every rank's request arena (H3GpuRunner::reserve_request / free_request / request_fits).
+  Status reserve_request(const RequestSize& max);
+  void free_request();
+  bool request_fits(const RequestSize& size) const;
   Status set_request(const Tensor& timesteps, const H3Inputs& inputs);
   Status update_rows(const H3Inputs& inputs);
   // Every rank's forward, each on its own thread; returns when all are done (or one failed).

@@ -36,7 +36,8 @@ bool WeightStreaming::any() const {
 }
 
 Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& config, int device, const RequestSize& max,
-                                                           const ParallelRank& rank, const WeightStreaming& streaming) {
+                                                           const ParallelRank& rank, const WeightStreaming& streaming,
+                                                           const RunnerOptions& options) {
   OROCHI_RETURN_IF_ERROR(check_parallel_layout(config, rank.tp_size, rank.sp_size));
   if (!streaming.streamed.empty() && static_cast<int64_t>(streaming.streamed.size()) != config.num_layers)
     return invalid_argument("the streaming plan covers " + std::to_string(streaming.streamed.size()) + " blocks, the model has " +
@@ -48,16 +49,12 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->max_ = max;
   r->rank_ = rank;
   r->device_ = device;
-  const char* sp_attention = std::getenv("OROCHI_SP_ATTENTION");
-  r->split_sp_attention_ = sp_attention != nullptr && std::string(sp_attention) == "split";
-  OROCHI_ASSIGN_OR_RETURN(const std::string sp_qkv, env_choice("OROCHI_SP_QKV", {"auto", "gather", "heads"}, "auto"));
-  r->gather_sp_rows_ = sp_qkv == "auto" ? fewer_bytes_sp_qkv(config, rank.tp_size, rank.sp_size) == SpQkvScheme::kGatherRows
-                                        : sp_qkv == "gather";
-  OROCHI_ASSIGN_OR_RETURN(const std::string attention, env_choice("OROCHI_ATTENTION", {"cudnn", "flash"}, "flash"));
-  r->flash_attention_ = attention == "flash";
-  OROCHI_ASSIGN_OR_RETURN(r->flash_options_, cuda::flash_attention_options_from_environment());
-  OROCHI_ASSIGN_OR_RETURN(const std::string gemm, env_choice("OROCHI_GEMM", {"cublas", "sm90a"}, "cublas"));
-  r->gemm_sm90a_ = gemm == "sm90a";
+  r->split_sp_attention_ = options.sp.split_attention;
+  r->gather_sp_rows_ = sp_gathers_rows(config, rank.tp_size, rank.sp_size, options.sp.qkv);
+  r->flash_attention_ = options.kernels.flash_attention;
+  r->flash_options_ = cuda::flash_attention_options(options.kernels);
+  r->gemm_sm90a_ = options.kernels.gemm_sm90a;
+  r->qk_norm_items_ = options.kernels.qk_norm_items;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   if (rank.world_size() > 1) {
@@ -69,23 +66,6 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
     OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->compute_ready_, cudaEventDisableTiming));
     OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->comm_done_, cudaEventDisableTiming));
   }
-  r->attention_ = std::make_unique<cuda::CudnnAttention>(r->stream_);
-  // Attention runs over all S rows with this rank's heads / sp (with SP, one block of query rows
-  // at a time against every key row), and over the L text rows (refiner) with all its TP heads.
-  const RankDims d = rank_dims(config, max, rank);
-  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws, r->attention_->workspace_bytes(max.rows, d.attn_heads, d.head_dim));
-  if (rank.sp_size > 1) {
-    const cuda::AttentionShape part{.s_q = d.R, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim};
-    OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_part, r->attention_->workspace_bytes(part));
-    attn_ws = std::max(attn_ws, attn_ws_part);
-  }
-  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, r->attention_->workspace_bytes(max.text_rows, d.heads, d.head_dim));
-  attn_ws = std::max(attn_ws, attn_ws_text);
-  if (r->flash_attention_) {
-    // The flash kernel's split last wave shares the buffer: attention calls run one at a time.
-    OROCHI_ASSIGN_OR_RETURN(size_t flash_ws, cuda::flash_attention_workspace_bytes());
-    attn_ws = std::max(attn_ws, flash_ws);
-  }
   const TpShare share = tp_share(config, rank.tp_rank, rank.tp_size);
   OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share, streaming.streamed) + (1 << 20),
                                                                       "H3 weights"));
@@ -96,20 +76,60 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
     OROCHI_ASSIGN_OR_RETURN(r->tier_, GpuBlockTier::create(device, streaming.tier, streaming.peer_device, streaming.streamed,
                                                            image, r->staging_arena_->base(), streaming.slots, r->stream_));
   }
-  const size_t request_bytes = request_arena_bytes(config, max, attn_ws, rank, r->gather_sp_rows_);
-  OROCHI_ASSIGN_OR_RETURN(r->request_arena_, cuda::DeviceArena::create(device, request_bytes, "H3 request"));
-  OROCHI_ASSIGN_OR_RETURN(void* ws, r->request_arena_->allocate(attn_ws));
-  OROCHI_RETURN_IF_ERROR(r->attention_->set_external_workspace(ws, attn_ws));
-  r->flash_options_.workspace = ws;
-  r->flash_options_.workspace_bytes = attn_ws;
+  OROCHI_RETURN_IF_ERROR(r->reserve_request(max));
   OROCHI_ASSIGN_OR_RETURN(r->gemm_, cuda::GemmRunner::create(device));
-  // OROCHI_GEMM_PICK=timed (the default): each large shape runs the fastest of cuBLASLt's top
+  // gemm-pick=timed (the default): each large shape runs the fastest of cuBLASLt's top
   // candidates timed one call at a time; heuristic: cuBLASLt's first pick. For side-by-side
   // timing: a burst winner need not win inside a power-capped forward (bench/RESULTS.md, session 7).
-  OROCHI_ASSIGN_OR_RETURN(const std::string pick, env_choice("OROCHI_GEMM_PICK", {"timed", "heuristic"}, "timed"));
-  r->gemm_->set_autotune(pick == "timed");
-  r->request_mark_ = r->request_arena_->mark();
+  r->gemm_->set_autotune(options.kernels.gemm_timed_pick);
   return r;
+}
+
+Status H3GpuRunner::reserve_request(const RequestSize& max) {
+  free_request();
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  // A fresh cuDNN attention: plans prepared for an earlier request's shapes may want more workspace
+  // than this reservation offers.
+  attention_ = std::make_unique<cuda::CudnnAttention>(stream_);
+  // Attention runs over all S rows with this rank's heads / sp (with SP, one block of query rows
+  // at a time against every key row), and over the L text rows (refiner) with all its TP heads.
+  const RankDims d = rank_dims(config_, max, rank_);
+  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws, attention_->workspace_bytes(max.rows, d.attn_heads, d.head_dim));
+  if (rank_.sp_size > 1) {
+    const cuda::AttentionShape part{.s_q = d.R, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim};
+    OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_part, attention_->workspace_bytes(part));
+    attn_ws = std::max(attn_ws, attn_ws_part);
+  }
+  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, attention_->workspace_bytes(max.text_rows, d.heads, d.head_dim));
+  attn_ws = std::max(attn_ws, attn_ws_text);
+  if (flash_attention_) {
+    // The flash kernel's split last wave shares the buffer: attention calls run one at a time.
+    OROCHI_ASSIGN_OR_RETURN(size_t flash_ws, cuda::flash_attention_workspace_bytes());
+    attn_ws = std::max(attn_ws, flash_ws);
+  }
+  const size_t request_bytes = request_arena_bytes(config_, max, attn_ws, rank_, gather_sp_rows_);
+  OROCHI_ASSIGN_OR_RETURN(request_arena_, cuda::DeviceArena::create(device_, request_bytes, "H3 request"));
+  OROCHI_ASSIGN_OR_RETURN(void* ws, request_arena_->allocate(attn_ws));
+  OROCHI_RETURN_IF_ERROR(attention_->set_external_workspace(ws, attn_ws));
+  flash_options_.workspace = ws;
+  flash_options_.workspace_bytes = attn_ws;
+  request_mark_ = request_arena_->mark();
+  max_ = max;
+  return Status::ok();
+}
+
+void H3GpuRunner::free_request() {
+  if (!request_arena_) return;
+  if (stream_) (void)cudaStreamSynchronize(stream_);  // no kernel may still read the buffers
+  buf_.reset();
+  flash_options_.workspace = nullptr;
+  flash_options_.workspace_bytes = 0;
+  request_arena_.reset();
+}
+
+bool H3GpuRunner::request_fits(const RequestSize& size) const {
+  return request_arena_ && size.rows <= max_.rows && size.text_rows <= max_.text_rows &&
+         size.video_rows <= max_.video_rows && size.audio_rows <= max_.audio_rows && size.timesteps <= max_.timesteps;
 }
 
 Status H3GpuRunner::set_groups(dist::Comm* tp, dist::Comm* sp) {
@@ -162,7 +182,7 @@ Status H3GpuRunner::start_streaming() {
   streamer_.emplace(std::move(s));
   return Status::ok();
 }
-size_t H3GpuRunner::request_bytes_peak() const { return request_arena_->peak(); }
+size_t H3GpuRunner::request_bytes_peak() const { return request_arena_ ? request_arena_->peak() : 0; }
 
 Status H3GpuRunner::init_random_weights(uint64_t seed) {
   const StreamedBlocks streamed = streamed_blocks();
@@ -202,8 +222,7 @@ Status H3GpuRunner::linear(const GpuLinear& l, const Tensor& x, const Tensor& y)
 Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   OROCHI_RETURN_IF_ERROR(validate_inputs(config_, in, timesteps.numel()));
   RequestSize size{in.rows(), in.text.dim(0), in.video.dim(0), in.audio.dim(0), timesteps.numel()};
-  if (size.rows > max_.rows || size.text_rows > max_.text_rows || size.video_rows > max_.video_rows ||
-      size.audio_rows > max_.audio_rows || size.timesteps > max_.timesteps)
+  if (!request_fits(size))
     return invalid_argument("the request (" + std::to_string(size.rows) + " rows, " + std::to_string(size.timesteps) +
                             " timesteps) is larger than the GPU runner was planned for (" +
                             std::to_string(max_.rows) + " rows, " + std::to_string(max_.timesteps) + ")");

@@ -28,9 +28,11 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/kernel_options.h"
 #include "dist/comm.h"
+#include "dist/parallel_options.h"
 #include "weights/cuda/gpu_block_tier.h"
-#include "models/h3/cuda/gpu_request.h"
+#include "models/h3/request_buffers.h"
 #include "models/h3/cuda/gpu_weights.h"
 #include "models/h3/cuda/stage_timer.h"
 #include "models/h3/transformer.h"
@@ -63,16 +65,30 @@ struct WeightStreaming {
   bool any() const;
 };
 
+// The run's switches (engine/run_switches.h), fixed for a runner's life.
+struct RunnerOptions {
+  backends::KernelOptions kernels;
+  dist::SequenceParallelOptions sp;
+};
+
 class H3GpuRunner {
  public:
   static Expected<std::unique_ptr<H3GpuRunner>> create(const H3Config& config, int device, const RequestSize& max,
-                                                       const ParallelRank& rank = {}, const WeightStreaming& streaming = {});
+                                                       const ParallelRank& rank = {}, const WeightStreaming& streaming = {},
+                                                       const RunnerOptions& options = {});
   // This rank's members of its TP and SP groups (null for a size-1 group); before the weights.
   Status set_groups(dist::Comm* tp, dist::Comm* sp);
   ~H3GpuRunner();
 
   Status init_random_weights(uint64_t seed);
   Status upload_weights(const H3Weights& host);
+
+  // The request arena for requests up to `max` (create() reserves one): the weights stay, the
+  // previous request's buffers go. free_request() gives the arena back between requests;
+  // request_fits() says whether a request of that size can be set without a new reservation.
+  Status reserve_request(const RequestSize& max);
+  void free_request();
+  bool request_fits(const RequestSize& size) const;
 
   // Tables for `timesteps` (f32 [n_t], host) and the request's rows (host tensors as for the CPU
   // forward; text may be f32 or bf16).
@@ -151,24 +167,25 @@ class H3GpuRunner {
   RequestSize max_;
   ParallelRank rank_;
   dist::Comm* tp_ = nullptr;
-  // OROCHI_SP_ATTENTION=split: attention one SP share of query rows at a time, each share's
+  // sp-attention=split: attention one SP share of query rows at a time, each share's
   // output sent while the next computes (the earlier scheme, kept for side-by-side timing).
   bool split_sp_attention_ = false;
-  // OROCHI_SP_QKV=gather: SP ranks exchange their rows of the attention input x (H values per
+  // sp-qkv=gather: SP ranks exchange their rows of the attention input x (H values per
   // row) and each projects its own heads over all rows; heads: each rank projects every rank's
   // heads of its own rows and sends the q/k/v chunks; auto (the default): whichever moves fewer
   // bytes (fewer_bytes_sp_qkv: gather at SP2). Same arithmetic. On NVLink the two ran alike
   // (bench/RESULTS.md, session 10); on slower links the bytes are the exchange's time. The
   // planner counts memory for auto.
   bool gather_sp_rows_ = true;
-  // OROCHI_ATTENTION=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
+  // attention=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
   // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
   bool flash_attention_ = true;
   cuda::FlashAttentionOptions flash_options_;
-  // OROCHI_GEMM=sm90a (experimental): Orochi's own GEMM for the linears and the FFN's first linear
+  // gemm=sm90a (experimental): Orochi's own GEMM for the linears and the FFN's first linear
   // fused with SwiGLU, where it takes the operands (13% slower than cuBLASLt in the 480p forward on
   // an H200, 2026-11-30); cublas (the default): cuBLASLt everywhere.
   bool gemm_sm90a_ = false;
+  bool qk_norm_items_ = false;  // qk-norm=items: one warp per head
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr, comm_stream_ = nullptr;

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/vae_stitch.h"
+#include "dist/rank_threads.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
 
 namespace orochi::h3vae::gpu {
@@ -118,20 +118,6 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
   };
   std::vector<Expected<DeviceClips>> helped(static_cast<size_t>(parts),
                                             Status(ErrorCode::kInternal, "the helper's decode did not run"));
-  std::vector<std::thread> threads;
-  for (int part = 1; part < parts; ++part)
-    threads.emplace_back([&, part] {
-      const auto [first, last] = run_of(part);
-      helped[static_cast<size_t>(part)] =
-          helpers[static_cast<size_t>(part - 1)]->decode_clips(latents, first, last, options, [&](int64_t) { report(); });
-    });
-  struct Join {  // every helper thread ends before this function's locals go
-    std::vector<std::thread>& threads;
-    ~Join() {
-      for (std::thread& t : threads)
-        if (t.joinable()) t.join();
-    }
-  } join{threads};
 
   const bool f16 = options.blend_precision == BlendPrecision::kF16;
   OROCHI_CHECK(f16 || options.blend_precision == BlendPrecision::kF32, "device blends run in f16 or f32");
@@ -166,13 +152,26 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
       OROCHI_CUDA_RETURN_IF_ERROR(place(clip, tail_start, tail_len, chunks * block, nullptr));
     return Status::ok();
   };
-  for (int64_t i = run_of(0).first; i < run_of(0).second; ++i) {
-    OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, i % 2 ? clip_b : clip_a));
-    OROCHI_RETURN_IF_ERROR(consume(i));
-    if (progress) OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // so the callback's clock is honest
-    report();
-  }
-  for (std::thread& t : threads) t.join();
+  // One worker per part (dist::run_on_ranks: a failed check comes back as that part's error): part
+  // 0 is this GPU's own run, the others are the helpers'.
+  const std::vector<Status> ran = dist::run_on_ranks(parts, [&](int part) -> Status {
+    if (part > 0) {
+      const auto [first, last] = run_of(part);
+      helped[static_cast<size_t>(part)] =
+          helpers[static_cast<size_t>(part - 1)]->decode_clips(latents, first, last, options, [&](int64_t) { report(); });
+      return Status::ok();  // its result is read below, with the GPU it ran on
+    }
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));  // a worker thread starts on device 0
+    for (int64_t i = run_of(0).first; i < run_of(0).second; ++i) {
+      OROCHI_RETURN_IF_ERROR(stitch_chunk_on_device(latents, i, options, tiles, i % 2 ? clip_b : clip_a));
+      OROCHI_RETURN_IF_ERROR(consume(i));
+      if (progress) OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // so the callback's clock is honest
+      report();
+    }
+    return Status::ok();
+  });
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  for (const Status& s : ran) OROCHI_RETURN_IF_ERROR(s);
   for (int part = 1; part < parts; ++part) {
     Expected<DeviceClips>& got = helped[static_cast<size_t>(part)];
     if (!got) return got.status().with_context("video decode on GPU " + std::to_string(helpers[part - 1]->device()));

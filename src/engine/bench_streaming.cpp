@@ -1,8 +1,8 @@
-#include "apps/bench_streaming.h"
+#include "engine/bench_streaming.h"
 
 #include "planner/plan_memory.h"
 
-namespace orochi::apps {
+namespace orochi::engine {
 
 int StreamingChoice::count() const {
   int n = 0;
@@ -42,4 +42,4 @@ Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::
   return c;
 }
 
-}  // namespace orochi::apps
+}  // namespace orochi::engine

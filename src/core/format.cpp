@@ -1,8 +1,8 @@
-#include "apps/format.h"
+#include "core/format.h"
 
 #include <cstdio>
 
-namespace orochi::apps {
+namespace orochi {
 
 std::string format_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -42,4 +42,4 @@ std::string fnv1a_hex(const std::vector<const Tensor*>& tensors) {
   return hex;
 }
 
-}  // namespace orochi::apps
+}  // namespace orochi

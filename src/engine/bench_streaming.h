@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "models/h3/config.h"
 
-namespace orochi::apps {
+namespace orochi::engine {
 
 struct StreamingChoice {
   std::vector<bool> streamed;  // per transformer block
@@ -25,4 +25,4 @@ struct StreamingChoice {
 Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
                                          int64_t text_rows, double vram_gib, const std::string& tier, int slots);
 
-}  // namespace orochi::apps
+}  // namespace orochi::engine

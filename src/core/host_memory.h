@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-namespace orochi::apps {
+namespace orochi {
 
 uint64_t available_ram_bytes();  // MemAvailable of /proc/meminfo; 0 if unknown
 uint64_t peak_rss_bytes();       // VmHWM of /proc/self/status (this process's peak); 0 if unknown
 
-}  // namespace orochi::apps
+}  // namespace orochi

@@ -1,7 +1,12 @@
 // One request's device buffers for one rank of a (TP x SP) layout, and the host bookkeeping of
 // which packed rows that rank owns. With one GPU the rank owns every row and every head.
+// arena_buffers() is the ONE list of the request arena: the GPU runner allocates it
+// (RequestBuffers::specs binds each entry to its tensor) and the planner adds it up
+// (planner/h3_denoiser_memory.cpp); a CPU test holds the two together.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -38,6 +43,23 @@ struct RankDims {
   int64_t attn_inner() const { return attn_heads * head_dim; }
 };
 RankDims rank_dims(const H3Config& c, const RequestSize& s, const ParallelRank& rank);
+
+// What a request arena buffer is for, which the plan's pools follow: state kept across steps,
+// the AdaLN projections' staging (once per request), one step's activations, the SP exchange.
+enum class ArenaUse { kRequestState, kStaging, kActivations, kExchange };
+
+struct ArenaBuffer {
+  std::string name;  // the RequestBuffers member it becomes: "video_in", "q", ...
+  ArenaUse use;
+  Shape shape;
+  DType dtype;
+  uint64_t bytes() const;  // rounded up to the arena's 256-byte alignment
+};
+
+// Rank `rank`'s request arena for a request of `s`, in allocation order (without the attention
+// workspace, which the attention kernels size on the GPU).
+std::vector<ArenaBuffer> arena_buffers(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
+                                       bool sp_gathers_rows);
 
 struct BufferSpec {
   Tensor* target;

@@ -1,13 +1,12 @@
-#include "apps/generate_report.h"
+#include "engine/run_report.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <numeric>
 
-#include "apps/format.h"
+#include "core/format.h"
 
-namespace orochi::apps {
+namespace orochi::engine {
 namespace {
 
 struct StepStats {
@@ -24,25 +23,26 @@ StepStats step_stats(std::vector<double> s) {
   return st;
 }
 
-double pre_seconds(const GenerateReport& r) { return r.text_s + r.result.times.prepare_s; }
-double post_seconds(const GenerateReport& r) {
+double pre_seconds(const RunReport& r) { return r.text_s + r.result.times.prepare_s; }
+double post_seconds(const RunReport& r) {
   return r.result.times.video_decode_s + r.result.times.audio_decode_s + r.encode_s;
 }
 
 }  // namespace
 
-nlohmann::json report_json(const GenerateReport& r) {
+nlohmann::json report_json(const RunReport& r) {
   const pipeline::T2vaResult& res = r.result;
   const StepStats st = step_stats(res.times.step_s);
   return nlohmann::json{
       {"model", r.model},
       {"demo", r.demo},
+      {"request_index", r.request_index},
       {"device", r.device},
       {"output", r.output},
       {"request",
        {{"workflow", "t2va"}, {"width", res.geometry.width}, {"height", res.geometry.height},
-        {"frames", res.geometry.frames}, {"fps", 24}, {"steps", r.request.steps}, {"seed", r.request.seed},
-        {"video_shift", r.request.video_shift}, {"audio_shift", r.request.audio_shift}, {"text_rows", res.text_rows}}},
+        {"frames", res.geometry.frames}, {"fps", 24}, {"steps", r.steps}, {"seed", r.seed},
+        {"video_shift", r.video_shift}, {"audio_shift", r.audio_shift}, {"text_rows", res.text_rows}}},
       {"sizes",
        {{"latent_frames", res.geometry.latent_frames}, {"latent_height", res.geometry.latent_height},
         {"latent_width", res.geometry.latent_width}, {"audio_latents", res.geometry.audio_latents},
@@ -59,10 +59,12 @@ nlohmann::json report_json(const GenerateReport& r) {
           {"encode", r.encode_s}}},
         {"e2e", r.e2e_s}}},
       {"peak_memory", {{"host_bytes", r.host_peak_bytes}, {"gpus", r.gpu_memory}}},
+      {"plan", r.plan},
+      {"switches", r.switches},
   };
 }
 
-std::string report_text(const GenerateReport& r) {
+std::string report_text(const RunReport& r) {
   const pipeline::T2vaResult& res = r.result;
   const StepStats st = step_stats(res.times.step_s);
   char buf[1024];
@@ -81,8 +83,4 @@ std::string report_text(const GenerateReport& r) {
   return buf;
 }
 
-std::string report_path_for(const std::string& video_path) {
-  return std::filesystem::path(video_path).replace_extension(".json").string();
-}
-
-}  // namespace orochi::apps
+}  // namespace orochi::engine

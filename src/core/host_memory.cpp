@@ -1,9 +1,9 @@
-#include "apps/host_memory.h"
+#include "core/host_memory.h"
 
 #include <fstream>
 #include <string>
 
-namespace orochi::apps {
+namespace orochi {
 namespace {
 
 // The "<key> <n> kB" line of a /proc file, in bytes.
@@ -25,4 +25,4 @@ uint64_t proc_kib_field(const char* path, const std::string& key) {
 uint64_t available_ram_bytes() { return proc_kib_field("/proc/meminfo", "MemAvailable:"); }
 uint64_t peak_rss_bytes() { return proc_kib_field("/proc/self/status", "VmHWM:"); }
 
-}  // namespace orochi::apps
+}  // namespace orochi

@@ -1,27 +1,20 @@
-#include "apps/gpu_t2va.h"
+// The CUDA backend's t2va models: the H3 denoiser (on one GPU or several), the video VAE (its
+// temporal chunks shared by the run's GPUs) and the audio VAE on the first GPU, behind the
+// pipeline's interfaces, with memory sized from the request's plan.
+#include "engine/cuda/cuda_backend.h"
 
 #include <algorithm>
-
-#ifdef OROCHI_WITH_CUDA
-#include <cuda_runtime_api.h>
-
 #include <chrono>
 #include <functional>
-#include <thread>
 #include <vector>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/device.h"
+#include "dist/rank_threads.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
-#include "pipeline/denoise_loop.h"
-#endif
 
-namespace orochi::apps {
-
-#ifdef OROCHI_WITH_CUDA
+namespace orochi::engine::cuda_backend {
 namespace {
 
 // The decoders are created when the decode phase starts (after the denoiser gave its memory back)
@@ -43,15 +36,10 @@ class GpuVideo final : public pipeline::VideoDecoder {
     using Clock = std::chrono::steady_clock;
     // Every GPU's decoder is made (weights uploaded or generated) at the same time.
     std::vector<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> made(devices_.size());
-    std::vector<Status> failed(devices_.size(), Status::ok());
-    std::vector<std::thread> threads;
-    for (size_t g = 0; g < devices_.size(); ++g)
-      threads.emplace_back([&, g] {
-        Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> d = make_(devices_[g]);
-        if (d) made[g] = std::move(d).value();
-        else failed[g] = d.status();
-      });
-    for (std::thread& t : threads) t.join();
+    const std::vector<Status> failed = dist::run_on_ranks(static_cast<int>(devices_.size()), [&](int g) -> Status {
+      OROCHI_ASSIGN_OR_RETURN(made[g], make_(devices_[g]));
+      return Status::ok();
+    });
     std::vector<h3vae::gpu::GpuVideoDecoder*> helpers;
     for (size_t g = 0; g < made.size(); ++g) {
       if (!failed[g].is_ok()) return failed[g].with_context("video decoder on GPU " + std::to_string(devices_[g]));
@@ -105,14 +93,14 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
                        FillAudio fill_audio) {
   GpuT2va g;
   const int device = placement.device;
-  g.device = device;
   std::vector<int> devices;
   for (int i = 0; i < placement.tp * placement.sp; ++i) devices.push_back(device + i);
   const h3::gpu::MultiGpuLayout layout{.tp = placement.tp, .sp = placement.sp,
                                        .comm_deadline = std::chrono::seconds(placement.comm_timeout_s)};
   const h3::gpu::WeightStreaming streaming{placement.streamed, placement.slots, h3::gpu::WeightTier::kHost, -1};
-  OROCHI_ASSIGN_OR_RETURN(auto denoiser,
-                          h3::gpu::GpuDenoiser::create(transformer, devices, layout, request_size(plan), streaming));
+  const h3::gpu::RunnerOptions runner_options{placement.switches.kernels, placement.switches.sp};
+  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, devices, layout, request_size(plan),
+                                                                      streaming, runner_options));
   OROCHI_RETURN_IF_ERROR(fill_denoiser(*denoiser));
   g.device_name = denoiser->device_name();
   g.denoiser = std::move(denoiser);
@@ -144,7 +132,7 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
 
 }  // namespace
 
-Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& m, const GpuPlacement& placement,
+Expected<GpuT2va> cuda_t2va_from_host(const pipeline::T2vaModels& m, const GpuPlacement& placement,
                                      const pipeline::T2vaPlan& plan) {
   const pipeline::T2vaModels* models = &m;  // outlives the run
   return make(
@@ -154,7 +142,7 @@ Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels& m, const GpuPla
       [models](h3_audio::gpu::GpuAudioDecoder& d) { return d.upload(models->audio_vae); });
 }
 
-Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, const GpuPlacement& placement,
+Expected<GpuT2va> cuda_t2va_random(const h3::H3Config& transformer, const GpuPlacement& placement,
                                   const pipeline::T2vaPlan& plan, uint64_t seed) {
   h3_audio::AudioVaeConfig audio;  // the release's decoder
   audio.latents_mean.assign(static_cast<size_t>(audio.latent_channels), 0.0f);
@@ -166,7 +154,7 @@ Expected<GpuT2va> gpu_t2va_random(const h3::H3Config& transformer, const GpuPlac
       [seed](h3_audio::gpu::GpuAudioDecoder& d) { return d.init_random(seed + 2); });
 }
 
-Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_ids, int64_t layer,
+Expected<Tensor> cuda_encode_prompt(const std::string& dir, const Tensor& token_ids, int64_t layer,
                                    const TextEncoderPlacement& placement) {
   OROCHI_ASSIGN_OR_RETURN(const qwen3vl::TextWeights host, qwen3vl::load_text_weights(dir, layer));
   const qwen3vl::gpu::TextStreaming streaming{placement.streamed, placement.slots, weights::WeightTier::kHost, -1};
@@ -176,95 +164,4 @@ Expected<Tensor> gpu_encode_prompt(const std::string& dir, const Tensor& token_i
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
 }
 
-Expected<double> gpu_link_gbps(int first, int count) {
-  constexpr size_t kBytes = size_t{256} << 20;
-  double slowest = 0;
-  for (int peer = first + 1; peer < first + count; ++peer) {
-    void *src = nullptr, *dst = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    auto release = [&] {
-      if (start) cudaEventDestroy(start);
-      if (stop) cudaEventDestroy(stop);
-      if (src) cudaSetDevice(first), cudaFree(src);
-      if (dst) cudaSetDevice(peer), cudaFree(dst);
-      cudaSetDevice(first);
-    };
-    // Direct peer access where the pair has it (NVLink, PCIe P2P), as the run's exchanges will use;
-    // without it the copy is staged through host RAM, and that is the link's speed.
-    int can = 0;
-    Status s = cuda::cuda_status(cudaDeviceCanAccessPeer(&can, first, peer), "cudaDeviceCanAccessPeer");
-    if (s.is_ok() && can) s = cuda::enable_peer_access(first, peer);
-    if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(peer), "cudaSetDevice");
-    if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&dst, kBytes), "measuring the GPU link (cudaMalloc)");
-    if (s.is_ok()) s = cuda::cuda_status(cudaSetDevice(first), "cudaSetDevice");
-    if (s.is_ok()) s = cuda::cuda_status(cudaMalloc(&src, kBytes), "measuring the GPU link (cudaMalloc)");
-    if (s.is_ok()) s = cuda::cuda_status(cudaEventCreate(&start), "cudaEventCreate");
-    if (s.is_ok()) s = cuda::cuda_status(cudaEventCreate(&stop), "cudaEventCreate");
-    float ms = 0;
-    for (int rep = 0; rep < 2 && s.is_ok(); ++rep) {  // the first enables the path, the second is timed
-      s = cuda::cuda_status(cudaEventRecord(start, nullptr), "cudaEventRecord");
-      if (s.is_ok()) s = cuda::cuda_status(cudaMemcpyPeerAsync(dst, peer, src, first, kBytes, nullptr), "cudaMemcpyPeerAsync");
-      if (s.is_ok()) s = cuda::cuda_status(cudaEventRecord(stop, nullptr), "cudaEventRecord");
-      if (s.is_ok()) s = cuda::cuda_status(cudaEventSynchronize(stop), "measuring the GPU link");
-      if (s.is_ok()) s = cuda::cuda_status(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    }
-    release();
-    if (!s.is_ok()) return s;
-    const double gbps = static_cast<double>(kBytes) / (static_cast<double>(ms) * 1e-3) / 1e9;
-    slowest = peer == first + 1 ? gbps : std::min(slowest, gbps);
-  }
-  return slowest;
-}
-
-bool gpu_present() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-Expected<uint64_t> gpu_memory_total(int device) {
-  size_t free = 0, total = 0;
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free, &total));
-  return static_cast<uint64_t>(total);
-}
-
-uint64_t gpu_memory_used(int device) {
-  size_t free = 0, total = 0;
-  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
-  return static_cast<uint64_t>(total - free);
-}
-
-nlohmann::json gpu_memory_report(int device) {
-  size_t free = 0, total = 0;
-  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess)
-    return nlohmann::json{{"device", device}, {"error", "cudaMemGetInfo failed"}};
-  return nlohmann::json{{"device", device}, {"used_bytes", total - free}, {"total_bytes", total}};
-}
-
-#else
-
-namespace {
-Status no_cuda() {
-  return unsupported("this build has no CUDA backend; build on a machine with the CUDA toolkit (scripts/build.sh "
-                     "enables it when nvcc is found), or run on the CPU with --device cpu");
-}
-}  // namespace
-
-Expected<GpuT2va> gpu_t2va_from_host(const pipeline::T2vaModels&, const GpuPlacement&, const pipeline::T2vaPlan&) {
-  return no_cuda();
-}
-Expected<GpuT2va> gpu_t2va_random(const h3::H3Config&, const GpuPlacement&, const pipeline::T2vaPlan&, uint64_t) {
-  return no_cuda();
-}
-Expected<Tensor> gpu_encode_prompt(const std::string&, const Tensor&, int64_t, const TextEncoderPlacement&) {
-  return no_cuda();
-}
-Expected<double> gpu_link_gbps(int, int) { return no_cuda(); }
-bool gpu_present() { return false; }
-Expected<uint64_t> gpu_memory_total(int) { return no_cuda(); }
-uint64_t gpu_memory_used(int) { return 0; }
-nlohmann::json gpu_memory_report(int device) { return nlohmann::json{{"device", device}, {"error", "no CUDA"}}; }
-
-#endif
-
-}  // namespace orochi::apps
+}  // namespace orochi::engine::cuda_backend

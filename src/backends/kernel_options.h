@@ -1,0 +1,25 @@
+// Which kernel variants a GPU model runs, chosen once by the engine's options layer
+// (engine/run_switches.h) and passed down: nothing below it reads the environment. The defaults are
+// the measured winners (bench/RESULTS.md); the others stay for side-by-side timing.
+#pragma once
+
+namespace orochi::backends {
+
+struct KernelOptions {
+  // Attention of the denoiser: Orochi's sm_90a flash kernel where the shape and GPU allow it (else
+  // cuDNN), or cuDNN's fused SDPA everywhere.
+  bool flash_attention = true;
+  // The flash kernel's variants (backends/cuda/attention_flash.h FlashAttentionOptions).
+  int flash_kv_block = 192;  // 128, 176 or 192 key rows per tile
+  bool flash_pingpong = true;
+  bool flash_split_tail = true;
+  bool flash_lazy_rescale = true;
+  // Orochi's persistent wgmma GEMM for the denoiser's linears (13% slower than cuBLASLt at 480p).
+  bool gemm_sm90a = false;
+  // cuBLASLt: the fastest of its top candidates timed once per shape, or its first pick.
+  bool gemm_timed_pick = true;
+  // q/k norm + RoPE for head dim 128: one block per sequence row, or one warp per head (items).
+  bool qk_norm_items = false;
+};
+
+}  // namespace orochi::backends

@@ -1,0 +1,88 @@
+// The engine: the one place that opens a model, plans a request and runs it. `orochi generate`,
+// `plan`, `bench` and `forward` (and the server to come) are its clients: options in, reports out.
+//
+//   auto engine = Engine::open(ModelSource{.dir = "H3"}, EngineOptions{.device = "cuda", .gpus = 2});
+//   auto plan = (*engine)->plan(GenerateRequest{.prompt = "..."});     // before any weight moves
+//   auto result = (*engine)->run(*plan, on_progress, &cancel);          // frames, waveform, report
+//   ... more requests on the same engine: the model stays loaded (the report's load is ~0).
+//
+// open() checks the options and the devices (a missing GPU, --gpus beyond the visible count) and
+// reads the host weights once. plan() fills the request's defaults, checks it, tokenizes a prompt,
+// and on a GPU plans memory per phase and GPU and chooses the parallel layout (the planner is the
+// one decider); a request that cannot fit is refused there. run() executes the plan.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "engine/engine_options.h"
+#include "engine/generate_request.h"
+#include "engine/gpu_backend.h"
+#include "engine/model_family.h"
+#include "engine/run_plan.h"
+#include "engine/run_report.h"
+#include "pipeline/t2va.h"
+#include "pipeline/t2va_models.h"
+#include "planner/plan_request.h"
+
+namespace orochi::engine {
+
+using Progress = pipeline::T2vaProgress;
+using ProgressCallback = pipeline::T2vaProgressCallback;
+
+struct RunResult {
+  pipeline::T2vaResult result;  // frames f32 [F, 3, H, W] in [0, 1], waveform f32 [2, N] at 32 kHz
+  RunReport report;             // everything but the caller's own stages (encode, e2e, output)
+};
+
+class Engine {
+ public:
+  static Expected<std::unique_ptr<Engine>> open(const ModelSource& source, const EngineOptions& options);
+  // The request's conditioning against the source, from the files' presence and configs alone (no
+  // weight read): plan() runs it, and a client may run it before open() to refuse sooner.
+  static Status check_conditioning(const ModelSource& source, const GenerateRequest& request);
+  ~Engine();
+
+  Expected<RunPlan> plan(const GenerateRequest& request) const;
+  // `cancel` set (a signal, a server's cancel): kCancelled at the next step or stage.
+  Expected<RunResult> run(const RunPlan& plan, const ProgressCallback& progress = nullptr,
+                          const std::atomic<bool>* cancel = nullptr);
+
+  const std::string& model_name() const { return models_.name; }
+  const ModelFamily& family() const { return *family_; }
+  bool demo() const { return source_.demo(); }
+  bool on_gpu() const { return on_gpu_; }
+  const std::string& device() const { return device_; }
+  const EngineOptions& options() const { return options_; }
+  // The transformer's config (the released one for random weights).
+  const h3::H3Config& transformer_config() const { return transformer_config_; }
+
+ private:
+  Engine() = default;
+  void note(const std::string& line) const;
+  Expected<planner::RequestShape> shape_of(const GenerateRequest& request) const;
+  Status plan_gpu(RunPlan& plan) const;
+  Status check_cpu_request(RunPlan& plan) const;
+  Expected<Tensor> text_features(const RunPlan& plan, RunReport& report);
+  Status ensure_gpu_models(const RunPlan& plan, RunReport& report);
+
+  ModelSource source_;
+  const ModelFamily* family_ = nullptr;
+  EngineOptions options_;
+  std::string device_;  // "cpu" or "cuda:N"
+  bool on_gpu_ = false;
+  int first_gpu_ = 0;
+  pipeline::T2vaModels models_;           // host weights (none for random weights)
+  h3::H3Config transformer_config_;
+  std::optional<planner::ModelConfigs> configs_;  // the four configs a GPU run is planned from
+  double open_load_s_ = 0;   // reported by the first request
+  int64_t requests_ = 0;
+  // The GPU models, kept between requests while the placement stays the same.
+  std::unique_ptr<GpuT2va> gpu_;
+  GpuPlacement gpu_placement_;
+};
+
+}  // namespace orochi::engine

@@ -1,0 +1,33 @@
+// What an engine is opened on: a model source and the options every request of it shares (where it
+// runs, how GPUs share it, the run switches). Checked once, by Engine::open.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "engine/run_switches.h"
+
+namespace orochi::engine {
+
+// Where the weights come from. Neither a folder nor random weights: the built-in tiny demo model.
+struct ModelSource {
+  std::optional<std::string> dir;  // a diffusers-layout MiniMax-H3 folder (transformer/, vae/, audio_vae/, ...)
+  bool random_weights = false;     // the released shapes, random weights generated on the GPU (benchmarks)
+  bool demo() const { return !dir && !random_weights; }
+};
+
+struct EngineOptions {
+  // "cpu", "cuda" or "cuda:N"; empty: cuda:0 for a checkpoint or random weights when a GPU is
+  // visible, else the CPU (the demo always defaults to the CPU).
+  std::string device;
+  int gpus = 1;                   // GPUs from `device` on that share every request's denoiser
+  std::string parallel = "auto";  // auto, none, tpN, spN, tpNxspM (planner::parse_parallel_choice)
+  int comm_timeout_s = 60;        // deadline of every GPU-to-GPU exchange
+  RunSwitches switches;
+  // Where the engine's one-line notes go (the plan's choices, streaming, the link it measured);
+  // none: dropped.
+  std::function<void(const std::string&)> on_note;
+};
+
+}  // namespace orochi::engine

@@ -1,0 +1,120 @@
+// What the engine asks of a GPU backend: the devices, their memory and link, and the GPU models of
+// a run. The CUDA backend (src/engine/cuda/) implements it in a CUDA build; src/engine/no_gpu/
+// otherwise, where every device count is 0 and every model request says there is no GPU. The
+// backend registers itself by being linked (CMakeLists.txt picks the folder): nothing above the
+// engine tests for CUDA.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "engine/run_switches.h"
+#include "models/h3/denoiser.h"
+#include "pipeline/decoders.h"
+#include "pipeline/t2va.h"
+#include "pipeline/t2va_models.h"
+
+namespace orochi::engine {
+
+// Where a GPU run goes: the first GPU (decoders, text encoder) and how tp x sp GPUs from it on
+// share the denoiser; from the run's plan.
+struct GpuPlacement {
+  int device = 0;
+  int tp = 1, sp = 1;
+  int comm_timeout_s = 60;
+  std::vector<bool> streamed;  // denoiser blocks the plan streams from pinned host RAM (one GPU)
+  int slots = 2;
+  int decode_gpus = 1;         // GPUs from `device` on that share the video decode's chunks
+  RunSwitches switches;
+};
+
+// The GPU models of a t2va run behind the pipeline's interfaces. The denoiser keeps its weights
+// between requests (Denoiser::fit_request reserves a larger request arena when one comes); the
+// decoders are made when their phase starts and freed when it ends.
+struct GpuT2va {
+  std::unique_ptr<h3::Denoiser> denoiser;
+  std::unique_ptr<pipeline::VideoDecoder> video;
+  std::unique_ptr<pipeline::AudioDecoder> audio;
+  std::string device_name;
+};
+
+// Where the text encoder runs and where its layers live meanwhile (the plan's text-encoder phase):
+// on `device`, each layer resident or, when `streamed[i]`, kept in pinned host RAM and copied
+// through `slots` staging slots just in time. The embedding table stays in host RAM.
+struct TextEncoderPlacement {
+  int device = 0;
+  std::vector<bool> streamed;  // per loaded layer; empty: every layer resident
+  int slots = 2;
+};
+
+// `orochi bench dit`: the denoiser forward with random weights of the released shapes.
+struct BenchDitOptions {
+  std::string res = "480p";
+  int64_t width = 832, height = 480, frames = 124, text_rows = 256, layers = 50;
+  int64_t warmup = 2, iters = 5, seed = 1;
+  int device = 0, gpus = 1;
+  std::string parallel = "auto";
+  int comm_timeout_s = 60;
+  std::optional<double> vram_per_gpu_gib;  // stream the blocks the planner places off a GPU this size
+  std::string tier = "host";               // where they stream from: host or peer
+  int slots = 2;
+  bool profile = false;
+  std::string dump_outputs;  // non-empty: write the last forward's inputs and outputs there
+  RunSwitches switches;
+  std::function<void(const std::string&)> on_note;
+};
+
+// `orochi bench text`: the Qwen3-VL text stack, random weights of the real shapes or a checkpoint's.
+struct BenchTextOptions {
+  int64_t tokens = 256, layers = 50, warmup = 2, iters = 5;
+  uint64_t seed = 7;
+  int device = 0;
+  int64_t stream_layers = 0;  // the last N layers stay in pinned host RAM (or on the other GPU)
+  int64_t slots = 2;
+  std::string tier = "host";
+  std::string checkpoint, write_checkpoint, dump_outputs;  // empty: not asked
+  std::function<void(const std::string&)> on_note;
+};
+
+// Its options' consistency (layers, streamed layers, checkpoint writing), without a GPU.
+Status check_bench_text_options(const BenchTextOptions& options);
+
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  virtual std::string name() const = 0;  // "CUDA", or "none"
+  // GPUs the driver shows (0 without a backend or a GPU).
+  virtual int device_count() const = 0;
+  virtual Expected<uint64_t> memory_total(int device) const = 0;
+  virtual uint64_t memory_used(int device) const = 0;   // 0 when unknown
+  virtual nlohmann::json memory_report(int device) const = 0;
+  // The slowest GPU-to-GPU copy bandwidth from `first` to each of the next `count - 1` GPUs, GB/s.
+  virtual Expected<double> link_gbps(int first, int count) const = 0;
+
+  // Host weights (a checkpoint, or the demo) uploaded to the placement's GPUs, the denoiser sized
+  // for requests up to `plan`'s.
+  virtual Expected<GpuT2va> t2va_from_host(const pipeline::T2vaModels& models, const GpuPlacement& placement,
+                                           const pipeline::T2vaPlan& plan) = 0;
+  // The released configurations with counter-based random weights generated on the GPU.
+  virtual Expected<GpuT2va> t2va_random(const h3::H3Config& transformer, const GpuPlacement& placement,
+                                        const pipeline::T2vaPlan& plan, uint64_t seed) = 0;
+  // A prompt's conditioning: the first `layer` layers of `text_encoder_dir` on the GPU, freed again
+  // before returning f32 [L, hidden].
+  virtual Expected<Tensor> encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
+                                         const TextEncoderPlacement& placement) = 0;
+  // `orochi bench dit` / `bench text`: timings, memory and the outputs' hash as JSON.
+  virtual Expected<nlohmann::json> bench_dit(const BenchDitOptions& options) = 0;
+  virtual Expected<nlohmann::json> bench_text(const BenchTextOptions& options) = 0;
+};
+
+// The backend this build links.
+GpuBackend& gpu_backend();
+
+}  // namespace orochi::engine

@@ -1,0 +1,41 @@
+// A request as the engine will run it, decided once by Engine::plan before any weight moves: the
+// filled-in request, its shape (layout, schedules: pipeline::plan_t2va), the memory plan per GPU
+// and phase, the parallel layout, the streamed weights, and the conditioning's token ids or
+// features. Engine::run executes exactly this; `orochi plan` prints the memory part; the stage
+// report echoes summary_json().
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "engine/generate_request.h"
+#include "engine/gpu_backend.h"
+#include "planner/parallel_choice.h"
+#include "planner/plan_memory.h"
+#include "planner/request_shape.h"
+
+namespace orochi::engine {
+
+struct RunPlan {
+  GenerateRequest request;  // every default filled in
+  planner::RequestShape shape;
+  std::optional<planner::MemoryPlan> memory;  // GPU runs with a full set of configs
+  bool on_gpu = false;
+  planner::ParallelDegrees degrees;  // how the GPUs share the denoiser (1 x 1 on the CPU)
+  GpuPlacement placement;            // the denoiser's GPUs, streamed blocks, switches (GPU runs)
+  TextEncoderPlacement text_placement;
+  // After the denoising loop the denoiser keeps its weights for the next request when the plan
+  // says the decode phase fits beside them; otherwise they go and the next request uploads again.
+  bool keep_denoiser_weights = true;
+  Tensor prompt_ids;     // i64 [L] when the request has a prompt (tokenized here)
+  Tensor text_features;  // f32 [L, text_dim] when it has a features file (read here)
+  std::vector<std::string> notes;  // what the plan chose and why, one line each
+
+  // The plan's summary for reports: layout, planned bytes per phase on the first GPU, streaming.
+  nlohmann::json summary_json() const;
+};
+
+}  // namespace orochi::engine

@@ -1,0 +1,36 @@
+// The stage report of a run: where the time and memory went, what the plan chose and which switches
+// were set. The engine fills it; `orochi generate` adds the MP4 encode, prints it and writes it as
+// JSON next to the video.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeline/t2va.h"
+
+namespace orochi::engine {
+
+struct RunReport {
+  std::string model, device, output;
+  bool demo = false;
+  int64_t request_index = 1;    // 1 for an engine's first request, 2 for the next, ...
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  double video_shift = 0, audio_shift = 0;
+  pipeline::T2vaResult result;  // geometry, sizes and stage times (tensors are not reported)
+  // load: weights read or uploaded for this request (an engine that keeps its model loaded shows
+  // ~0 from the second request on).
+  double load_s = 0, text_s = 0, encode_s = 0, e2e_s = 0;
+  uint64_t host_peak_bytes = 0;
+  std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
+  nlohmann::json plan;                     // the run plan's summary (RunPlan::summary_json)
+  nlohmann::json switches;                 // every run switch and its value
+};
+
+nlohmann::json report_json(const RunReport& report);
+// A few lines for the terminal: pre, per step (median and range), post, e2e, peak memory.
+std::string report_text(const RunReport& report);
+
+}  // namespace orochi::engine

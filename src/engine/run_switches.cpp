@@ -1,0 +1,242 @@
+#include "engine/run_switches.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+#include "core/env.h"
+
+namespace orochi::engine {
+namespace {
+
+struct Switch {
+  SwitchInfo info;
+  std::vector<std::string> choices;  // empty: free-form, checked by `set`
+  std::function<Status(RunSwitches&, const std::string&)> set;
+  std::function<std::string(const RunSwitches&)> get;
+};
+
+std::string joined(const std::vector<std::string>& words) {  // "a, b or c"
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) out += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  return out;
+}
+
+// A switch with a fixed set of values, each mapped onto the struct by `set`.
+Switch choice(std::string name, std::string env, std::vector<std::string> choices, std::string about,
+              std::function<void(RunSwitches&, const std::string&)> set,
+              std::function<std::string(const RunSwitches&)> get) {
+  Switch s{{std::move(name), std::move(env), joined(choices), std::move(about)}, choices, nullptr, std::move(get)};
+  s.set = [set = std::move(set)](RunSwitches& r, const std::string& v) {
+    set(r, v);
+    return Status::ok();
+  };
+  return s;
+}
+
+std::string on_off(bool b) { return b ? "1" : "0"; }
+
+const std::vector<Switch>& switches() {
+  static const std::vector<Switch> table = [] {
+    using K = backends::KernelOptions;
+    std::vector<Switch> t;
+    t.push_back(choice("attention", "OROCHI_ATTENTION", {"flash", "cudnn"},
+                       "the denoiser's attention: Orochi's sm_90a kernel where it runs, or cuDNN everywhere",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_attention = v == "flash"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.flash_attention ? "flash" : "cudnn"); }));
+    t.push_back(choice("flash-kv-block", "OROCHI_FLASH_KV_BLOCK", {"192", "176", "128"},
+                       "key rows per tile of the flash kernel",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_kv_block = std::stoi(v); },
+                       [](const RunSwitches& r) { return std::to_string(r.kernels.flash_kv_block); }));
+    t.push_back(choice("flash-pingpong", "OROCHI_FLASH_PINGPONG", {"1", "0"},
+                       "the flash kernel's two consumer warpgroups alternate their MMAs",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_pingpong = v == "1"; },
+                       [](const RunSwitches& r) { return on_off(r.kernels.flash_pingpong); }));
+    t.push_back(choice("flash-split-tail", "OROCHI_FLASH_SPLIT_TAIL", {"1", "0"},
+                       "the flash kernel splits a sparse last wave's units",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_split_tail = v == "1"; },
+                       [](const RunSwitches& r) { return on_off(r.kernels.flash_split_tail); }));
+    t.push_back(choice("flash-rescale", "OROCHI_FLASH_RESCALE", {"lazy", "eager"},
+                       "lazy: a row's running max moves only when a key tile raises it by more than 2^8",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_lazy_rescale = v == "lazy"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.flash_lazy_rescale ? "lazy" : "eager"); }));
+    t.push_back(choice("gemm", "OROCHI_GEMM", {"cublas", "sm90a"},
+                       "the denoiser's linears: cuBLASLt, or Orochi's wgmma GEMM (experimental, slower)",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.gemm_sm90a = v == "sm90a"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.gemm_sm90a ? "sm90a" : "cublas"); }));
+    t.push_back(choice("gemm-pick", "OROCHI_GEMM_PICK", {"timed", "heuristic"},
+                       "cuBLASLt algorithm: the fastest of its top candidates timed once, or its first pick",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.gemm_timed_pick = v == "timed"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.gemm_timed_pick ? "timed" : "heuristic"); }));
+    t.push_back(choice("qk-norm", "OROCHI_QK_NORM_KERNEL", {"rows", "items"},
+                       "q/k norm + RoPE kernel: one block per row, or one warp per head",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.qk_norm_items = v == "items"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.qk_norm_items ? "items" : "rows"); }));
+    t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
+                       "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
+                       [](RunSwitches& r, const std::string& v) {
+                         r.sp.qkv = v == "gather" ? dist::SpQkv::kGather : v == "heads" ? dist::SpQkv::kHeads : dist::SpQkv::kAuto;
+                       },
+                       [](const RunSwitches& r) {
+                         return std::string(r.sp.qkv == dist::SpQkv::kGather ? "gather"
+                                            : r.sp.qkv == dist::SpQkv::kHeads ? "heads" : "auto");
+                       }));
+    t.push_back(choice("sp-attention", "OROCHI_SP_ATTENTION", {"whole", "split"},
+                       "SP attention over all rows at once, or one share of query rows at a time",
+                       [](RunSwitches& r, const std::string& v) { r.sp.split_attention = v == "split"; },
+                       [](const RunSwitches& r) { return std::string(r.sp.split_attention ? "split" : "whole"); }));
+    t.push_back({{"sp-weights", "OROCHI_SP_WEIGHTS", "one relative speed per SP rank, e.g. 1,0.8 (empty: even)",
+                  "SP rows split in proportion to the ranks' speeds (each within [0.5, 2] of their mean)"},
+                 {},
+                 [](RunSwitches& r, const std::string& v) -> Status {
+                   OROCHI_ASSIGN_OR_RETURN(r.sp.row_weights, parse_number_list(v, "sp-weights"));
+                   return Status::ok();
+                 },
+                 [](const RunSwitches& r) {
+                   std::string s;
+                   for (double w : r.sp.row_weights) {
+                     char text[32];
+                     std::snprintf(text, sizeof(text), "%g", w);
+                     s += (s.empty() ? "" : ",") + std::string(text);
+                   }
+                   return s;
+                 }});
+    t.push_back({{"peer-pace", "OROCHI_PEER_PACE", "MB:US (1-4096 MB pieces, 0-10000 us gaps), or empty for off",
+                  "copy-engine pushes in pieces with pauses between them (experimental)"},
+                 {},
+                 [](RunSwitches& r, const std::string& v) -> Status {
+                   if (v.empty()) {
+                     r.sp.pace = {};
+                     return Status::ok();
+                   }
+                   auto bad = [&] {
+                     return invalid_argument("peer-pace='" + v +
+                                             "': expected MB:US, a piece size of 1-4096 MB and a gap of 0-10000 "
+                                             "microseconds (for example 32:150), or empty for off");
+                   };
+                   const size_t colon = v.find(':');
+                   if (colon == std::string::npos) return bad();
+                   char* end = nullptr;
+                   const long mb = std::strtol(v.c_str(), &end, 10);
+                   if (end != v.c_str() + colon || mb < 1 || mb > 4096) return bad();
+                   const char* us_text = v.c_str() + colon + 1;
+                   const long us = std::strtol(us_text, &end, 10);
+                   if (*us_text == '\0' || *end != '\0' || us < 0 || us > 10000) return bad();
+                   r.sp.pace = {static_cast<size_t>(mb) << 20, static_cast<int>(us)};
+                   return Status::ok();
+                 },
+                 [](const RunSwitches& r) {
+                   return r.sp.pace.piece_bytes == 0 ? std::string()
+                                                     : std::to_string(r.sp.pace.piece_bytes >> 20) + ":" +
+                                                           std::to_string(r.sp.pace.gap_us);
+                 }});
+    return t;
+  }();
+  return table;
+}
+
+std::string switch_names() {
+  std::vector<std::string> names;
+  for (const Switch& s : switches()) names.push_back(s.info.name);
+  return joined(names);
+}
+
+// OROCHI_* variables that are not run switches but are read elsewhere (core/log, io/mp4_program,
+// tests/support, scripts/build.sh).
+const std::vector<std::string> kOtherVariables = {"OROCHI_LOG", "OROCHI_FFMPEG", "OROCHI_TEST_DATA_DIR", "OROCHI_BINARY",
+                                                  "OROCHI_BUILD_DIR", "OROCHI_CUDA"};
+
+}  // namespace
+
+const std::vector<SwitchInfo>& run_switch_table() {
+  static const std::vector<SwitchInfo> infos = [] {
+    std::vector<SwitchInfo> out;
+    for (const Switch& s : switches()) out.push_back(s.info);
+    return out;
+  }();
+  return infos;
+}
+
+Status set_run_switch(RunSwitches& r, std::string_view name, std::string_view value) {
+  for (const Switch& s : switches()) {
+    if (s.info.name != name) continue;
+    const std::string v(value);
+    if (!s.choices.empty()) {
+      bool known = false;
+      for (const std::string& c : s.choices) known |= c == v;
+      if (!known) return invalid_argument("switch " + s.info.name + " must be " + s.info.values + ", got '" + v + "'");
+    }
+    return s.set(r, v);
+  }
+  return invalid_argument("unknown switch '" + std::string(name) + "'; the switches are " + switch_names());
+}
+
+Status set_run_switch(RunSwitches& r, std::string_view name_equals_value) {
+  const size_t eq = name_equals_value.find('=');
+  if (eq == std::string_view::npos)
+    return invalid_argument("--set wants NAME=VALUE, got '" + std::string(name_equals_value) + "'; the switches are " +
+                            switch_names());
+  return set_run_switch(r, name_equals_value.substr(0, eq), name_equals_value.substr(eq + 1));
+}
+
+Status set_run_switches(RunSwitches& r, std::string_view list) {
+  std::vector<std::string> pairs;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item(list.substr(start, comma - start));
+    if (item.find('=') == std::string::npos && !pairs.empty()) pairs.back() += "," + item;
+    else pairs.push_back(item);
+    start = comma + 1;
+  }
+  for (const std::string& pair : pairs) OROCHI_RETURN_IF_ERROR(set_run_switch(r, pair));
+  return Status::ok();
+}
+
+Expected<RunSwitches> run_switches_from_environment(RunSwitches base) {
+  std::vector<std::string> known = kOtherVariables;
+  for (const Switch& s : switches()) known.push_back(s.info.env);
+  for (const std::string& name : env_names_with_prefix("OROCHI_")) {
+    bool ok = false;
+    for (const std::string& k : known) ok |= k == name;
+    if (!ok) {
+      std::vector<std::string> valid;
+      for (const Switch& s : switches()) valid.push_back(s.info.env);
+      return invalid_argument("unknown variable " + name + " in the environment (a typo?); the run switches are " +
+                              joined(valid) + " (or --set NAME=VALUE); unset it");
+    }
+  }
+  for (const Switch& s : switches()) {
+    const std::optional<std::string> value = env_value(s.info.env.c_str());
+    if (!value) continue;
+    if (Status st = set_run_switch(base, s.info.name, *value); !st.is_ok())
+      return Status(st.code(), s.info.env + " (the " + s.info.name + " switch): " + st.message());
+  }
+  return base;
+}
+
+nlohmann::json run_switches_json(const RunSwitches& r) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Switch& s : switches()) j[s.info.name] = s.get(r);
+  return j;
+}
+
+Expected<std::vector<double>> parse_number_list(std::string_view text, const std::string& what) {
+  std::vector<double> out;
+  if (text.empty()) return out;
+  const std::string value(text);
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t comma = std::min(value.find(',', start), value.size());
+    const std::string item = value.substr(start, comma - start);
+    char* end = nullptr;
+    const double d = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !std::isfinite(d) || d <= 0)
+      return invalid_argument(what + "='" + value + "': expected positive numbers separated by commas, e.g. 1,0.8");
+    out.push_back(d);
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace orochi::engine

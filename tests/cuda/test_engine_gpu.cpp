@@ -1,0 +1,55 @@
+// The engine on a GPU keeps its model loaded: two requests on one engine (the released shapes with
+// random weights, a short 480p clip), the second one's load under 1% of the first's, its outputs
+// equal to the first's for the same seed, and memory between requests back to the resident weights.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "engine/engine.h"
+
+namespace orochi::engine {
+namespace {
+
+TEST(EngineGpu, TheSecondRequestLoadsNothing) {
+  if (gpu_backend().device_count() == 0) GTEST_SKIP() << "no GPU";
+  ModelSource source;
+  source.random_weights = true;
+  EngineOptions options;
+  options.device = "cuda:0";
+  Expected<std::unique_ptr<Engine>> engine = Engine::open(source, options);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  GenerateRequest request;
+  request.width = 832;
+  request.height = 480;
+  request.frames = 22;
+  request.steps = 2;
+  request.seed = 5;
+  Expected<RunPlan> plan = (*engine)->plan(request);
+  ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
+  ASSERT_TRUE(plan->memory.has_value());
+  EXPECT_TRUE(plan->keep_denoiser_weights);  // an H200 holds the denoiser and the decode together
+
+  Expected<RunResult> first = (*engine)->run(*plan);
+  ASSERT_TRUE(first.has_value()) << first.status().to_string();
+  const uint64_t between = gpu_backend().memory_used(0);
+  Expected<RunResult> second = (*engine)->run(*plan);
+  ASSERT_TRUE(second.has_value()) << second.status().to_string();
+  std::printf("[engine-gpu] load: first request %.3f s, second %.6f s; GPU in use between requests %.2f GiB\n",
+              first->report.load_s, second->report.load_s, static_cast<double>(between) / (1 << 30));
+  EXPECT_GT(first->report.load_s, 0.0);
+  EXPECT_LT(second->report.load_s, 0.01 * first->report.load_s);
+  // Between requests the GPU holds the resident weights (37.44 GiB planned) and little else.
+  uint64_t planned_weights = 0;
+  for (const planner::PhasePlan& phase : plan->memory->phases)
+    if (phase.name == "denoiser") planned_weights = phase.gpus[0].pool_bytes(planner::PoolKind::kWeights);
+  EXPECT_LT(between, planned_weights + (uint64_t{4} << 30)) << "more than the weights and 4 GiB stay allocated";
+  ASSERT_EQ(first->result.frames.nbytes(), second->result.frames.nbytes());
+  EXPECT_EQ(0, std::memcmp(first->result.frames.raw_data(), second->result.frames.raw_data(),
+                           first->result.frames.nbytes()));
+  EXPECT_EQ(0, std::memcmp(first->result.waveform.raw_data(), second->result.waveform.raw_data(),
+                           first->result.waveform.nbytes()));
+}
+
+}  // namespace
+}  // namespace orochi::engine

@@ -1,0 +1,68 @@
+// The floors hold (docs/ARCHITECTURE.md): the CLI (src/apps/) calls no CUDA, includes no cuda/
+// header and tests for no CUDA build (the engine's GPU backend is linked in instead), and the
+// process environment is read only by core/env.cpp, the options layer's one reader.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "support/paths.h"
+
+namespace orochi {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path source_root() { return fs::path(testing::test_data_dir()) / ".." / ".." / "src"; }
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Lines of `text` matching `pattern`, outside // comments.
+std::vector<std::string> code_lines_matching(const std::string& text, const std::regex& pattern) {
+  std::vector<std::string> hits;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string code = line.substr(0, line.find("//"));
+    if (std::regex_search(code, pattern)) hits.push_back(line);
+  }
+  return hits;
+}
+
+TEST(Layering, TheCliHasNoCuda) {
+  const fs::path apps = source_root() / "apps";
+  ASSERT_TRUE(fs::is_directory(apps)) << apps;
+  const std::regex cuda(R"(#\s*include\s*[<"](cuda_runtime|cuda\.h|[^"]*/cuda/)|#\s*if(def)?\s.*OROCHI_WITH_CUDA|\bcuda[A-Z]\w*\s*\()");
+  int files = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(apps)) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    for (const std::string& line : code_lines_matching(read(e.path()), cuda))
+      ADD_FAILURE() << e.path().filename() << ": " << line;
+  }
+  EXPECT_GT(files, 10);
+}
+
+TEST(Layering, OnlyTheOptionsLayerReadsTheEnvironment) {
+  const std::regex getenv_call(R"(\b(secure_)?getenv\s*\()");
+  int files = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(source_root())) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    if (e.path().filename() == "env.cpp" && e.path().parent_path().filename() == "core") continue;
+    for (const std::string& line : code_lines_matching(read(e.path()), getenv_call))
+      ADD_FAILURE() << e.path() << ": " << line;
+  }
+  EXPECT_GT(files, 100);
+}
+
+}  // namespace
+}  // namespace orochi
