@@ -72,6 +72,11 @@ bool same_placement(const GpuPlacement& a, const GpuPlacement& b) {
          run_switches_json(a.switches) == run_switches_json(b.switches);
 }
 
+// The planner's view of a filled-in request.
+planner::PlanRequest plan_request_of(const GenerateRequest& r) {
+  return {r.width, r.height, r.frames, r.text_rows, r.steps, r.video_shift, r.audio_shift};
+}
+
 h3::gpu::RequestSize request_size(const pipeline::T2vaPlan& plan) {
   return {plan.layout.rows, plan.layout.text_indices.numel(), plan.layout.video_indices.numel(),
           plan.layout.audio_indices.numel(), plan.table_timesteps};
@@ -171,15 +176,7 @@ Expected<planner::RequestShape> Engine::shape_of(const GenerateRequest& r) const
     configs.video_vae = models_.video_vae.config;
     configs.audio_vae = models_.audio_vae.config;
   }
-  planner::PlanRequest pr;
-  pr.width = r.width;
-  pr.height = r.height;
-  pr.frames = r.frames;
-  pr.steps = r.steps;
-  pr.text_rows = r.text_rows;
-  pr.video_shift = r.video_shift;
-  pr.audio_shift = r.audio_shift;
-  return planner::request_shape(configs, pr);
+  return planner::request_shape(configs, plan_request_of(r));
 }
 
 Status Engine::check_conditioning(const ModelSource& source, const GenerateRequest& r) {
@@ -293,7 +290,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
     planner::PlanInput in;
     in.models = *configs_;
     in.models.text_layers = r.prompt ? r.text_layer : 0;
-    in.request = {r.width, r.height, r.frames, r.text_rows, r.steps, r.video_shift, r.audio_shift};
+    in.request = plan_request_of(r);
     in.gpus.vram_bytes = vram;
     in.gpus.count = options_.gpus;
     in.tiers.peer = false;
