@@ -18,7 +18,9 @@ Writes into --out:
     big.*    one frame 288x272 px at the released tiling (256 px tiles, 64 px minimum overlap): 2 x 2 tiles
     tvid.*   22 frames 40x32 px with small tiles (24 px, overlap >= 8): 2 x 2 tiles per clip
     noise.*  torch.randn under a fresh Generator().manual_seed(42) for the shapes the engine draws (small ones
-             whole, release-size ones at strided indices plus the tail)
+             whole, release-size ones at strided indices plus the tail), with torch's AVX2 kernels
+    noise_scalar.*  the same draws with ATEN_CPU_CAPABILITY=default (torch's scalar normal_fill, which AVX-512
+             hosts run too; REF2VA.md U6), made in a subprocess
   big and tvid pixels are not stored: they are the integer pattern `pattern_pixels` (the C++ test makes the same).
 
 Tiny config: MODELS_H3.md section 9's video VAE widened to four encoder levels so that every kind of level is covered
@@ -29,7 +31,11 @@ The model comes from diffusers on PyPI, unmodified; nothing here copies its code
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +46,7 @@ import diffusers
 import safetensors
 from diffusers import AutoencoderKLMiniMaxH3
 from diffusers.modular_pipelines.minimax_h3.encoders import encode_vae_condition
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from golden_io import canonicalize_header, print_sizes, save_golden
 
@@ -189,7 +195,7 @@ def capture_encode(vae, pixels_u8, prefix: str, keep_blocks) -> dict:
     return cap
 
 
-def noise_cases() -> dict:
+def noise_cases(prefix: str = "noise.") -> dict:
     out = {}
     for name, shape in NOISE_SHAPES.items():
         full = torch.randn(shape, generator=torch.Generator().manual_seed(42)).flatten()
@@ -198,16 +204,32 @@ def noise_cases() -> dict:
             index = torch.arange(n)
         else:
             index = torch.cat([torch.arange(0, n - 64, (n - 64) // 500 + 1), torch.arange(n - 64, n)])
-        out[f"noise.{name}.shape"] = torch.tensor(shape, dtype=torch.int64)
-        out[f"noise.{name}.index"] = index.to(torch.int64)
-        out[f"noise.{name}.values"] = full[index].clone()
+        out[f"{prefix}{name}.shape"] = torch.tensor(shape, dtype=torch.int64)
+        out[f"{prefix}{name}.index"] = index.to(torch.int64)
+        out[f"{prefix}{name}.values"] = full[index].clone()
     return out
+
+
+def scalar_kernel_noise_cases() -> dict:
+    """noise_cases drawn by a child process whose torch dispatches to its DEFAULT (scalar) CPU kernels."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "noise.safetensors"
+        env = dict(os.environ, ATEN_CPU_CAPABILITY="default")
+        subprocess.run([sys.executable, __file__, "--scalar-noise-to", str(path)], env=env, check=True)
+        return load_file(path)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--scalar-noise-to", type=Path, help=argparse.SUPPRESS)  # the child of scalar_kernel_noise_cases
     args = ap.parse_args()
+    if args.scalar_noise_to:
+        assert torch.backends.cpu.get_cpu_capability() == "DEFAULT"
+        save_file(noise_cases("noise_scalar."), args.scalar_noise_to)
+        return
+    if args.out is None:
+        ap.error("--out is required")
 
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
@@ -275,6 +297,10 @@ def main():
         del golden[p + "clip.0"]
     del golden["big.noise"]
     golden.update(noise_cases())
+    scalar = scalar_kernel_noise_cases()
+    differing = sum(int((scalar[f"noise_scalar.{n}.values"] != golden[f"noise.{n}.values"]).sum()) for n in NOISE_SHAPES)
+    assert differing > 0, "the scalar and AVX2 kernels should differ in some last bits"
+    golden.update(scalar)
     golden = {k: v.contiguous() for k, v in golden.items()}
     meta = {
         "config": json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(vae.config).items()

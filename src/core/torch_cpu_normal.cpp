@@ -133,18 +133,31 @@ void torch_avx2_normal_block16(float* d) {
   }
 }
 
-Tensor torch_cpu_randn(const Shape& shape, uint64_t seed) {
+void torch_scalar_normal_block16(float* d) {
+  for (int j = 0; j < 8; ++j) {
+    const float u1 = 1.0f - d[j];
+    const float u2 = d[j + 8];
+    const float radius = std::sqrt(-2.0f * std::log(u1));                          // logf
+    const float theta = static_cast<float>(2.0 * std::numbers::pi * static_cast<double>(u2));  // 2.0f * pi<double> * u2
+    // radius · cos(θ) · std + mean with std = 1, mean = 0: the product, except that −0 becomes +0.
+    d[j] = radius * std::cos(theta) * 1.0f + 0.0f;
+    d[j + 8] = radius * std::sin(theta) * 1.0f + 0.0f;
+  }
+}
+
+Tensor torch_cpu_randn(const Shape& shape, uint64_t seed, TorchCpuKernel kernel) {
+  void (*block16)(float*) = kernel == TorchCpuKernel::kAvx2 ? torch_avx2_normal_block16 : torch_scalar_normal_block16;
   Tensor out = Tensor::empty(shape, DType::kF32);
   const int64_t n = out.numel();
   float* d = out.data<float>();
   TorchMt19937 mt(seed);
-  if (n >= 16) {  // normal_fill_AVX2
+  if (n >= 16) {  // normal_fill_AVX2 / normal_fill
     for (int64_t i = 0; i < n; ++i) d[i] = uniform_float(mt);
-    for (int64_t i = 0; i + 16 <= n; i += 16) torch_avx2_normal_block16(d + i);
+    for (int64_t i = 0; i + 16 <= n; i += 16) block16(d + i);
     if (n % 16 != 0) {  // the ragged tail: 16 fresh uniforms overwrite the last 16 values
       float* tail = d + n - 16;
       for (int k = 0; k < 16; ++k) tail[k] = uniform_float(mt);
-      torch_avx2_normal_block16(tail);
+      block16(tail);
     }
     return out;
   }

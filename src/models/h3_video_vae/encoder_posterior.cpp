@@ -54,9 +54,10 @@ Tensor sample_posterior(const Tensor& moments, const Tensor& noise) {
   return z;
 }
 
-Tensor posterior_noise(int64_t channels, int64_t frames, int64_t height, int64_t width, uint64_t seed) {
+Tensor posterior_noise(int64_t channels, int64_t frames, int64_t height, int64_t width, uint64_t seed,
+                       TorchCpuKernel kernel) {
   // The reference draws the batch dim too ([1, C, T, h, w]); with batch 1 the C-order stream is the same.
-  return torch_cpu_randn({channels, frames, height, width}, seed);
+  return torch_cpu_randn({channels, frames, height, width}, seed, kernel);
 }
 
 Expected<Tensor> fp16_round_and_normalize(const VideoVaeConfig& config, const Tensor& z) {

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/torch_cpu_normal.h"
 #include "models/h3_video_vae/encoder.h"
 
 namespace orochi::h3vae {
@@ -25,9 +26,10 @@ Expected<Tensor> normalize_pixels(const Tensor& pixels_u8);
 // noise [C, T, h, w] (the draw [1, C, T, h, w] without its batch dim).
 Tensor sample_posterior(const Tensor& moments, const Tensor& noise);
 
-// torch.randn([1, C, T, h, w], generator=torch.Generator().manual_seed(seed)) without the batch dim.
+// torch.randn([1, C, T, h, w], generator=torch.Generator().manual_seed(seed)) without the batch dim,
+// as torch draws it with `kernel` (AVX2 by default; see core/torch_cpu_normal.h and REF2VA.md U6).
 Tensor posterior_noise(int64_t channels, int64_t frames, int64_t height, int64_t width,
-                       uint64_t seed = kPosteriorSeed);
+                       uint64_t seed = kPosteriorSeed, TorchCpuKernel kernel = TorchCpuKernel::kAvx2);
 
 // z.to(float16).float(), then (z − latents_mean_c) / latents_std_c: [C, T, h, w] -> same.
 Expected<Tensor> fp16_round_and_normalize(const VideoVaeConfig& config, const Tensor& z);
