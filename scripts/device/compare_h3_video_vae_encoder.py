@@ -91,7 +91,9 @@ def main():
 
     vae = vae.to("cuda")
     timed_encode(vae, pattern_pixels(22, 256, 256, "cuda"))  # warm-up (cuDNN algorithm choice, allocator)
-    out, res = {}, {"peer": "diffusers", "precision": "fp32 weights, TF32 convolutions (torch default)"}
+    # Which CPU kernel draws the seed-42 posterior noise (AVX2 or scalar: core/torch_cpu_normal.h); ours uses AVX2.
+    out, res = {}, {"peer": "diffusers", "precision": "fp32 weights, TF32 convolutions (torch default)",
+                    "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
     for name, (frames, height, width) in (("image", (1, 2048, 3648)), ("video", (124, 768, 1344))):
         s, peak, moments, latents = timed_encode(vae, pattern_pixels(frames, height, width, "cuda"))
         out[f"{name}.moments"], out[f"{name}.latents"] = moments.contiguous(), latents.contiguous()
