@@ -140,6 +140,16 @@ TEST(Qwen3VLVisionGpu, TinyGoldenWithinTheBf16Band) {
     EXPECT_TRUE(c.same_nonfinite && c.rel_l2 <= 2e-2) << c.summary();
   }
 
+  // The device outputs (bf16, what the GPU text encoder takes) hold the same values.
+  Expected<qwen3vl::VisionFeatures> on_device = (*tower)->run_on_device(pixels, grids);
+  ASSERT_TRUE(on_device.has_value()) << on_device.status().to_string();
+  EXPECT_EQ(on_device->features.device().kind, DeviceKind::kCUDA);
+  EXPECT_EQ(on_device->features.dtype(), DType::kBF16);
+  ASSERT_EQ(on_device->deepstack.size(), gpu->deepstack.size());
+  Expected<Tensor> device_features = cuda::download(on_device->features);
+  ASSERT_TRUE(device_features.has_value());
+  EXPECT_TENSOR_CLOSE(device_features->to(DType::kF32), gpu->features, 0.0);
+
   // Deterministic; too many patches for the plan is refused.
   Expected<qwen3vl::VisionFeatures> again = (*tower)->run(pixels, grids);
   ASSERT_TRUE(again.has_value());

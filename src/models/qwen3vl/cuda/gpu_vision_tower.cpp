@@ -250,7 +250,7 @@ Status GpuVisionTower::run_merger(const VisionGpuMerger& m, int64_t N, const Ten
   return gemm_->linear(merged, m.fc2.weight, &m.fc2.bias, out.slice(0, 0, M), stream_);
 }
 
-Expected<VisionFeatures> GpuVisionTower::run(const Tensor& pixel_values, const std::vector<GridThw>& grids) {
+Expected<VisionFeatures> GpuVisionTower::run_on_device(const Tensor& pixel_values, const std::vector<GridThw>& grids) {
   if (!has_weights_) return Status(ErrorCode::kInternal, "GpuVisionTower::run before upload()");
   const VisionConfig& c = config_;
   OROCHI_RETURN_IF_ERROR(validate_vision_inputs(c, pixel_values, grids));
@@ -287,14 +287,28 @@ Expected<VisionFeatures> GpuVisionTower::run(const Tensor& pixel_values, const s
         OROCHI_RETURN_IF_ERROR(run_merger(w.deepstack[k], N, A.outputs[1 + deepstack_done++]));
   }
   OROCHI_RETURN_IF_ERROR(run_merger(w.merger, N, A.outputs[0]));
+  // Finished before returning, so a consumer on another stream (the text encoder's) reads final values.
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   VisionFeatures out;
-  for (size_t j = 0; j < A.outputs.size(); ++j) {
-    OROCHI_RETURN_IF_ERROR(cuda::cast(A.outputs[j].slice(0, 0, M), A.output_f32.slice(0, 0, M), stream_));
-    OROCHI_ASSIGN_OR_RETURN(Tensor host, cuda::download(A.output_f32.slice(0, 0, M), stream_));
-    if (j == 0)
-      out.features = std::move(host);
-    else
-      out.deepstack.push_back(std::move(host));
+  out.features = A.outputs[0].slice(0, 0, M);
+  for (size_t j = 1; j < A.outputs.size(); ++j) out.deepstack.push_back(A.outputs[j].slice(0, 0, M));
+  return out;
+}
+
+Expected<VisionFeatures> GpuVisionTower::run(const Tensor& pixel_values, const std::vector<GridThw>& grids) {
+  OROCHI_ASSIGN_OR_RETURN(const VisionFeatures on_device, run_on_device(pixel_values, grids));
+  const VisionGpuActivations& A = *act_;
+  const int64_t M = on_device.features.dim(0);
+  const Tensor f32 = A.output_f32.slice(0, 0, M);
+  auto to_host = [&](const Tensor& t) -> Expected<Tensor> {
+    OROCHI_RETURN_IF_ERROR(cuda::cast(t, f32, stream_));
+    return cuda::download(f32, stream_);
+  };
+  VisionFeatures out;
+  OROCHI_ASSIGN_OR_RETURN(out.features, to_host(on_device.features));
+  for (const Tensor& d : on_device.deepstack) {
+    OROCHI_ASSIGN_OR_RETURN(Tensor host, to_host(d));
+    out.deepstack.push_back(std::move(host));
   }
   return out;
 }

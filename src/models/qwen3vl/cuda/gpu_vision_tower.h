@@ -47,6 +47,12 @@ class GpuVisionTower {
   // Errors: those of validate_vision_inputs, invalid_argument when N exceeds max_patches, internal
   // before upload(), and CUDA / cuDNN / cuBLASLt failures.
   Expected<VisionFeatures> run(const Tensor& pixel_values, const std::vector<GridThw>& grids);
+  // The same, leaving the outputs on this GPU: bf16 [M, out] views of the tower's activation arena
+  // (what GpuTextEncoder::encode takes as device VisionEmbeddings), complete when this returns and
+  // valid until the next run. To keep
+  // images and videos on the GPU together, pass all their grids in one call (the rows follow the
+  // grids, and attention never crosses a grid) and slice the rows per modality.
+  Expected<VisionFeatures> run_on_device(const Tensor& pixel_values, const std::vector<GridThw>& grids);
 
   const VisionConfig& config() const { return config_; }
   int64_t max_patches() const { return max_patches_; }
