@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "models/qwen3vl/processor.h"
 #include "models/qwen3vl/rope_index.h"
 #include "pipeline/h3_presentation.h"
 #include "support/paths.h"
@@ -106,7 +107,7 @@ TEST(H3Presentation, Ref2vaMatchesThePipeline) {
 TEST(H3Presentation, VideoSamplingAndLabelsMatchThePipeline) {
   for (const auto& c : golden()["video_sampling"]) {
     SCOPED_TRACE(c.dump());
-    Expected<VideoConditionFrames> s = sample_video_condition_frames(
+    Expected<qwen3vl::SampledVideoFrames> s = qwen3vl::sample_video_frames(
         c["num_frames"].get<int64_t>(), c["fps"].get<double>(), c["sample_fps"].get<double>(), 2);
     ASSERT_TRUE(s.has_value()) << s.status().to_string();
     EXPECT_EQ(s->frame_indices, c["frame_indices"].get<std::vector<int64_t>>());
@@ -130,7 +131,7 @@ TEST(H3Presentation, T2vaIsThePromptAlone) {
 }
 
 TEST(H3Presentation, RefusesWhatThePipelineCannotPresent) {
-  Expected<VideoConditionFrames> s = sample_video_condition_frames(12);  // 1 frame sampled at 2 fps
+  Expected<qwen3vl::SampledVideoFrames> s = qwen3vl::sample_video_frames(12);  // 1 frame sampled at 2 fps
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.status().message().find("at least 13 frames"), std::string::npos) << s.status().to_string();
 

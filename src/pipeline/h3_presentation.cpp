@@ -85,36 +85,6 @@ std::string timestamp_label(double seconds) {
   return buf;
 }
 
-Expected<VideoConditionFrames> sample_video_condition_frames(int64_t num_frames, double fps, double sample_fps,
-                                                             int64_t temporal_patch) {
-  if (!(fps > 0) || !(sample_fps > 0) || temporal_patch < 1)
-    return invalid_argument("video sampling needs positive rates and temporal patch, got fps " + std::to_string(fps) +
-                            ", sample fps " + std::to_string(sample_fps) + ", temporal patch " +
-                            std::to_string(temporal_patch));
-  const double stride = fps / sample_fps;
-  VideoConditionFrames out;
-  // Python's round() is half-to-even, which nearbyint gives in the default rounding mode.
-  double cursor = 0.0;
-  for (int64_t index = static_cast<int64_t>(std::nearbyint(cursor)); index < num_frames;
-       index = static_cast<int64_t>(std::nearbyint(cursor))) {
-    if (out.frame_indices.empty() || index > out.frame_indices.back()) out.frame_indices.push_back(index);
-    cursor += stride;
-  }
-  if (static_cast<int64_t>(out.frame_indices.size()) < temporal_patch) {
-    const int64_t minimum = static_cast<int64_t>(std::nearbyint(static_cast<double>(temporal_patch - 1) * stride)) + 1;
-    return invalid_argument("a reference video is read at " + std::to_string(sample_fps) +
-                            " fps in groups of " + std::to_string(temporal_patch) + " frames, so it must run at least " +
-                            std::to_string(minimum) + " frames at " + std::to_string(fps) + " fps; it has " +
-                            std::to_string(num_frames));
-  }
-  std::vector<double> timestamps;
-  for (size_t i = 0; i < out.frame_indices.size(); ++i) timestamps.push_back(static_cast<double>(i) / sample_fps);
-  while (static_cast<int64_t>(timestamps.size()) % temporal_patch != 0) timestamps.push_back(timestamps.back());
-  for (size_t i = 0; i < timestamps.size(); i += static_cast<size_t>(temporal_patch))
-    out.block_timestamps.push_back((timestamps[i] + timestamps[i + static_cast<size_t>(temporal_patch) - 1]) / 2);
-  return out;
-}
-
 Expected<Presentation> build_t2va_presentation(const text::BpeTokenizer& tokenizer, const std::string& prompt) {
   PresentationWriter writer(tokenizer, VisionTokenIds{});
   OROCHI_RETURN_IF_ERROR(writer.text(prompt));

@@ -57,17 +57,8 @@ Expected<VisionTokenIds> vision_token_ids(const text::BpeTokenizer& tokenizer);
 // "<x.x seconds>" as Python's f"<{ts:.1f} seconds>": the exact binary value rounded half to even.
 std::string timestamp_label(double seconds);
 
-// The frames the conditioner reads from a reference video of `num_frames` frames at `fps` (diffusers'
-// _sample_video_condition_frames): every fps/sample_fps-th frame (Python round, deduplicated), and
-// one timestamp per block of `temporal_patch` sampled frames (the last repeated to fill the block),
-// the mean of the block's first and last. invalid_argument when fewer than `temporal_patch` frames
-// are sampled (the video is too short), saying how many frames it needs.
-struct VideoConditionFrames {
-  std::vector<int64_t> frame_indices;
-  std::vector<double> block_timestamps;
-};
-Expected<VideoConditionFrames> sample_video_condition_frames(int64_t num_frames, double fps = 24.0,
-                                                             double sample_fps = 2.0, int64_t temporal_patch = 2);
+// The frames the conditioner reads from a reference video and their block timestamps are the
+// processor's: qwen3vl::sample_video_frames (models/qwen3vl/processor.h).
 
 // The prompt alone (t2va).
 Expected<Presentation> build_t2va_presentation(const text::BpeTokenizer& tokenizer, const std::string& prompt);
