@@ -1,6 +1,7 @@
 #include "models/qwen3vl/vision_weights.h"
 
 #include "core/log.h"
+#include "weights/checked_reader.h"
 #include "weights/model_folder.h"
 
 namespace orochi::qwen3vl {
@@ -37,35 +38,12 @@ Status check_keys(const weights::Checkpoint& ckpt, const std::string& prefix,
   return weights::check_key_set(present, expected, "Qwen3-VL vision tower in '" + ckpt.path() + "'");
 }
 
-class Reader {
+// The checked reader (weights/checked_reader.h) with this model's composite parts.
+class Reader : public weights::CheckedReader {
  public:
   Reader(const weights::Checkpoint& ckpt, const std::string& prefix, std::vector<std::string>& loaded)
-      : ckpt_(ckpt), prefix_(prefix), loaded_(loaded) {}
+      : CheckedReader(ckpt, prefix, "this config.json's vision_config", "the vision tower", loaded) {}
 
-  // A view of `<prefix>name` checked against `shape`; the first failure is kept and later reads skip.
-  Tensor take(const std::string& name, const Shape& shape) {
-    if (!status_.is_ok()) return {};
-    const std::string key = prefix_ + name;
-    Expected<Tensor> t = ckpt_.get(key);
-    if (!t) {
-      status_ = t.status();
-      return {};
-    }
-    if (t->shape() != shape) {
-      status_ = shape_mismatch(key + " has shape " + shape_to_string(t->shape()) + ", expected " +
-                               shape_to_string(shape) + " for this config.json's vision_config: wrong model or config?");
-      return {};
-    }
-    const DType d = t->dtype();
-    if (d != DType::kF32 && d != DType::kBF16 && d != DType::kF16) {
-      status_ = shape_mismatch(key + " is " + dtype_name(d) +
-                               "; the vision tower reads f32, bf16 or f16 weights (quantized checkpoints are "
-                               "not supported)");
-      return {};
-    }
-    loaded_.push_back(key);
-    return std::move(t).value();
-  }
   VisionLinear linear(const std::string& name, int64_t out, int64_t in) {
     VisionLinear l;
     l.weight = take(name + ".weight", {out, in});
@@ -86,13 +64,6 @@ class Reader {
     m.fc2 = linear(name + ".linear_fc2", c.out_hidden_size, c.merged_width());
     return m;
   }
-  const Status& status() const { return status_; }
-
- private:
-  const weights::Checkpoint& ckpt_;
-  const std::string& prefix_;
-  std::vector<std::string>& loaded_;
-  Status status_;
 };
 
 std::string block_name(int64_t i, const char* rest) { return "blocks." + std::to_string(i) + "." + rest; }
