@@ -100,7 +100,7 @@ TEST(PilLanczos, BitExactWithPillowOnEveryGoldenImageAndSize) {
   EXPECT_GE(checked, 16);
 }
 
-TEST(PilLanczos, UnchangedSizeIsACopyAndOneAxisPassesWork) {
+TEST(PilLanczos, UnchangedSizeIsACopy) {  // one-axis resizes are among the goldens (67x90, 131x45)
   io::RgbImage img;
   img.height = 5, img.width = 7;
   for (int i = 0; i < 5 * 7 * 3; ++i) img.rgb.push_back(static_cast<uint8_t>(i * 37));

@@ -4,7 +4,8 @@ Writes small media files (images, audio clips, a video with a soundtrack) and wh
 makes of them, for tests/test_io_media_in.cpp and tests/test_reference_preprocess.cpp:
 
 - images: Pillow writes PNG (RGB, gray, gray+alpha, RGBA, palette, 16-bit gray, every EXIF orientation 2..8 in an
-  eXIf chunk), lossless and lossy WebP (with and without alpha) and an EXIF-rotated JPEG; `load_image` (D's loader:
+  eXIf chunk; 16-bit RGB/RGBA/gray+alpha and 1/2/4-bit gray written by hand), lossless and lossy WebP (with and
+  without alpha), JPEG (an EXIF-rotated 4:2:0 one, 4:4:4, 4:2:2, gray); `load_image` (D's loader:
   open, exif_transpose, convert("RGB")) gives the decoded pixels; Pillow's LANCZOS gives resizes to small odd
   sizes (pixels stored) and D's own setup step (`MiniMaxH3Ref2VASetupStep`, 2048 short edge) and fl2va resize step
   (`MiniMaxH3ResizeStep`, stretch and cover-crop) give the pipeline's outputs (sizes + FNV-1a 64 of the bytes when
@@ -24,11 +25,12 @@ Run (CPU only, a few seconds; byte-identical reruns):
 Needs the pinned venv (scripts/golden/requirements.txt) with torchaudio and av (PyAV), and the `ffmpeg` program.
 """
 import argparse
-import io
 import math
+import struct
 import subprocess
 import sys
 import wave
+import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -80,6 +82,15 @@ def pattern(h: int, w: int, seed: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------------- images
+def write_png_raw(path: Path, width: int, height: int, depth: int, color_type: int, rows: list) -> None:
+    """A PNG from raw scanlines (filter 0), for sample layouts Pillow does not write."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    header = struct.pack(">IIBBBBB", width, height, depth, color_type, 0, 0, 0)
+    data = zlib.compress(b"".join(b"\x00" + r for r in rows), 9)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+
+
 LANCZOS_SIZES = {  # name -> list of (W, H) to resize the decoded image to, with Pillow's LANCZOS
     "rgb_odd": [(101, 71), (23, 17), (67, 90), (131, 45)],
     "gray": [(77, 41), (25, 19)],
@@ -127,6 +138,27 @@ def write_images(folder: Path, t: dict) -> None:
     exif[0x0112] = 6
     Image.fromarray(pattern(32, 48, 9)).save(folder / "exif_jpeg.jpg", quality=95, exif=exif.tobytes())
     files["exif_jpeg"] = "exif_jpeg.jpg"
+    # More JPEG layouts: 4:4:4, 4:2:2, gray.
+    Image.fromarray(pattern(37, 51, 20)).save(folder / "jpeg444.jpg", quality=90, subsampling=0)
+    Image.fromarray(pattern(37, 51, 21)).save(folder / "jpeg422.jpg", quality=90, subsampling=1)
+    Image.fromarray(pattern(37, 51, 22)).convert("L").save(folder / "jpeg_gray.jpg", quality=90)
+    files.update(jpeg444="jpeg444.jpg", jpeg422="jpeg422.jpg", jpeg_gray="jpeg_gray.jpg")
+    # PNG layouts Pillow reads but does not write: 16-bit RGB, RGBA and gray+alpha (PIL keeps the high byte),
+    # 1/2/4-bit gray (PIL scales them up).
+    rng = np.random.RandomState(21)
+    for name, depth, ctype, channels in [("rgb48", 16, 2, 3), ("rgba64", 16, 6, 4), ("la16", 16, 4, 2)]:
+        samples = rng.randint(0, 65536, size=(7, 13, channels)).astype(">u2")
+        write_png_raw(folder / f"{name}.png", 13, 7, depth, ctype, [row.tobytes() for row in samples])
+        files[name] = f"{name}.png"
+    for bits in (1, 2, 4):
+        values = rng.randint(0, 2 ** bits, size=(7, 13))
+        rows = []
+        for row in values:
+            text = "".join(format(int(v), f"0{bits}b") for v in row)
+            text += "0" * (-len(text) % 8)
+            rows.append(int(text, 2).to_bytes(len(text) // 8, "big"))
+        write_png_raw(folder / f"gray{bits}bit.png", 13, 7, bits, 0, rows)
+        files[f"gray{bits}bit"] = f"gray{bits}bit.png"
     # Every orientation on a lossless PNG (eXIf chunk), so the transposes are checked bit for bit.
     src = pattern(9, 14, 10)
     for orientation in range(1, 9):

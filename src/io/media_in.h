@@ -73,8 +73,8 @@ bool media_input_supported();
 
 // JPEG, PNG, WebP, BMP, GIF (first frame) and whatever else libavcodec decodes as a still image.
 // EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is applied; gray, gray+alpha, palette and RGBA
-// are converted as PIL's convert("RGB") does (alpha dropped, not composited; 16-bit RGB keeps the
-// high byte, 16-bit gray clips to 255 as PIL's I;16 -> RGB does).
+// are converted as PIL's convert("RGB") does (alpha dropped, not composited; 16-bit RGB(A) and
+// gray+alpha keep the high byte, 16-bit gray alone clips to 255 as PIL's I;16 -> RGB does).
 // Errors: not_found (no file), corrupt_file (empty, truncated, not an image), invalid_argument (more
 // than kMaxImagePixels), unsupported (no decoder, or a build without FFmpeg).
 Expected<RgbImage> read_image(const std::string& path);

@@ -190,8 +190,9 @@ Expected<RgbImage> frame_to_rgb(const AVFrame* f, SwsPtr* cache) {
     case AV_PIX_FMT_RGBA64LE: step = 8, r = 0, g = 2, b = 4, sixteen = true; break;
     case AV_PIX_FMT_GRAY16BE: step = 2, gray = sixteen = big_endian = true; break;
     case AV_PIX_FMT_GRAY16LE: step = 2, gray = sixteen = true; break;
-    case AV_PIX_FMT_YA16BE: step = 4, gray = sixteen = big_endian = true; break;
-    case AV_PIX_FMT_YA16LE: step = 4, gray = sixteen = true; break;
+    // PIL opens 16-bit gray+alpha as RGBA ("LA;16B"), keeping the high byte, unlike 16-bit gray alone.
+    case AV_PIX_FMT_YA16BE: step = 4, r = g = b = 0, sixteen = big_endian = true; break;
+    case AV_PIX_FMT_YA16LE: step = 4, r = g = b = 0, sixteen = true; break;
     default: return swscale_to_rgb(f, cache);
   }
   RgbImage img;

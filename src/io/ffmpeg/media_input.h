@@ -58,8 +58,8 @@ Status decode_packet(AVCodecContext* decoder, const AVPacket* packet, AVFrame* f
 }
 
 // Converts a decoded picture to RGB8 [H, W, 3] the way PIL's convert("RGB") treats the same pixels:
-// alpha dropped, gray replicated, palettes looked up, 16-bit RGB to its high byte, 16-bit gray
-// clipped to 255. Other formats (YUV) go through swscale with the frame's own matrix and range,
+// alpha dropped, gray replicated, palettes looked up, 16-bit RGB(A) and gray+alpha to their high
+// byte, 16-bit gray alone clipped to 255 (PIL's I;16). Other formats (YUV) go through swscale with the frame's own matrix and range,
 // reusing *cache across the frames of one video when given.
 Expected<RgbImage> frame_to_rgb(const AVFrame* frame, SwsPtr* cache = nullptr);
 
