@@ -77,11 +77,6 @@ planner::PlanRequest plan_request_of(const GenerateRequest& r) {
   return {r.width, r.height, r.frames, r.text_rows, r.steps, r.video_shift, r.audio_shift};
 }
 
-h3::gpu::RequestSize request_size(const pipeline::T2vaPlan& plan) {
-  return {plan.layout.rows, plan.layout.text_indices.numel(), plan.layout.video_indices.numel(),
-          plan.layout.audio_indices.numel(), plan.table_timesteps};
-}
-
 }  // namespace
 
 nlohmann::json RunPlan::summary_json() const {
@@ -369,7 +364,7 @@ Expected<Tensor> Engine::text_features(const RunPlan& plan, RunReport& report) {
 // request arena only when this request is larger), else made and their weights uploaded.
 Status Engine::ensure_gpu_models(const RunPlan& plan, RunReport& report) {
   const auto t0 = Clock::now();
-  const h3::gpu::RequestSize size = request_size(plan.shape.t2va);
+  const h3::gpu::RequestSize size = pipeline::request_size(plan.shape.t2va);
   if (gpu_ && same_placement(gpu_placement_, plan.placement)) {
     if (Status s = gpu_->denoiser->fit_request(size); !s.is_ok()) {
       gpu_.reset();  // never run on a half-reserved model

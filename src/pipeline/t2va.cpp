@@ -26,6 +26,11 @@ T2vaShape shape_of(const T2vaRequest& r) {
           r.text_features.defined() && r.text_features.ndim() == 2 ? r.text_features.dim(0) : 0};
 }
 
+h3::gpu::RequestSize request_size(const T2vaPlan& plan) {
+  return {plan.layout.rows, plan.layout.text_indices.numel(), plan.layout.video_indices.numel(),
+          plan.layout.audio_indices.numel(), plan.table_timesteps};
+}
+
 Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape) {
   T2vaPlan plan;
   plan.shape = shape;

@@ -81,6 +81,8 @@ struct T2vaPlan {
 // in [1, 65536]).
 Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape);
 T2vaShape shape_of(const T2vaRequest& request);  // text_rows from the features
+// What a GPU denoiser reserves for the plan's request: rows, text, video and audio rows, timesteps.
+h3::gpu::RequestSize request_size(const T2vaPlan& plan);
 
 struct T2vaRunOptions {
   T2vaProgressCallback progress;

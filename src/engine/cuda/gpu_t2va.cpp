@@ -18,16 +18,17 @@ namespace orochi::engine::cuda_backend {
 namespace {
 
 // The decoders are created when the decode phase starts (after the denoiser gave its memory back)
-// and freed when their decode is done, as the plan's phases assume.
-template <typename Decoder>
-using Factory = std::function<Expected<std::unique_ptr<Decoder>>()>;
+// and freed when their decode is done, as the plan's phases assume; each is sized for the latents
+// it gets, so one engine decodes requests of any size.
 
 // The whole decode runs on the device: on one GPU, or with the other GPUs of the run as helpers
 // that decode runs of the temporal chunks at the same time (GpuVideoDecoder::decode), bit-identical
 // to one GPU: the tiles are deterministic and the GEMMs untuned, so every GPU computes the same bits.
 class GpuVideo final : public pipeline::VideoDecoder {
  public:
-  using MakeOn = std::function<Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>>(int device)>;
+  // A decoder on `device` for latent canvases up to (height, width).
+  using MakeOn = std::function<Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>>(int device, int64_t latent_height,
+                                                                                       int64_t latent_width)>;
   GpuVideo(h3vae::VideoVaeConfig config, MakeOn make, std::vector<int> devices, std::string name)
       : config_(std::move(config)), make_(std::move(make)), devices_(std::move(devices)), name_(std::move(name)) {}
   const h3vae::VideoVaeConfig& config() const override { return config_; }
@@ -37,7 +38,7 @@ class GpuVideo final : public pipeline::VideoDecoder {
     // Every GPU's decoder is made (weights uploaded or generated) at the same time.
     std::vector<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> made(devices_.size());
     const std::vector<Status> failed = dist::run_on_ranks(static_cast<int>(devices_.size()), [&](int g) -> Status {
-      OROCHI_ASSIGN_OR_RETURN(made[g], make_(devices_[g]));
+      OROCHI_ASSIGN_OR_RETURN(made[g], make_(devices_[g], latents.dim(2), latents.dim(3)));  // [C, T, H, W]
       return Status::ok();
     });
     std::vector<h3vae::gpu::GpuVideoDecoder*> helpers;
@@ -65,25 +66,22 @@ class GpuVideo final : public pipeline::VideoDecoder {
 
 class GpuAudio final : public pipeline::AudioDecoder {
  public:
-  GpuAudio(h3_audio::AudioVaeConfig config, Factory<h3_audio::gpu::GpuAudioDecoder> make, std::string name)
+  // A decoder for `audio_latents` latents per channel.
+  using Make = std::function<Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>>(int64_t audio_latents)>;
+  GpuAudio(h3_audio::AudioVaeConfig config, Make make, std::string name)
       : config_(std::move(config)), make_(std::move(make)), name_(std::move(name)) {}
   const h3_audio::AudioVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
   Expected<Tensor> decode(const Tensor& latents) override {
-    OROCHI_ASSIGN_OR_RETURN(auto decoder, make_());
+    OROCHI_ASSIGN_OR_RETURN(auto decoder, make_(latents.dim(1)));  // [B, A, C]
     return decoder->decode(latents);
   }
 
  private:
   h3_audio::AudioVaeConfig config_;
-  Factory<h3_audio::gpu::GpuAudioDecoder> make_;
+  Make make_;
   std::string name_;
 };
-
-h3::gpu::RequestSize request_size(const pipeline::T2vaPlan& plan) {
-  return {plan.layout.rows, plan.layout.text_indices.numel(), plan.layout.video_indices.numel(),
-          plan.layout.audio_indices.numel(), plan.table_timesteps};
-}
 
 // The denoiser now; the decoders as factories that `fill_video` / `fill_audio` give weights.
 template <typename FillDenoiser, typename FillVideo, typename FillAudio>
@@ -99,20 +97,18 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
                                        .comm_deadline = std::chrono::seconds(placement.comm_timeout_s)};
   const h3::gpu::WeightStreaming streaming{placement.streamed, placement.slots, h3::gpu::WeightTier::kHost, -1};
   const h3::gpu::RunnerOptions runner_options{placement.switches.kernels, placement.switches.sp};
-  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, devices, layout, request_size(plan),
+  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, devices, layout, pipeline::request_size(plan),
                                                                       streaming, runner_options));
   OROCHI_RETURN_IF_ERROR(fill_denoiser(*denoiser));
   g.device_name = denoiser->device_name();
   g.denoiser = std::move(denoiser);
-  const h3vae::DecodeOptions options;
-  OROCHI_ASSIGN_OR_RETURN(const int64_t tile_tokens, h3vae::gpu::max_tile_tokens(video, options, plan.geometry.latent_height,
-                                                                                  plan.geometry.latent_width));
-  const int64_t audio_latents = plan.geometry.audio_latents;
   std::vector<int> decode_devices;
   for (int i = 0; i < std::max(placement.decode_gpus, 1); ++i) decode_devices.push_back(device + i);
   g.video = std::make_unique<GpuVideo>(
       video,
-      [=](int on) -> Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> {
+      [=](int on, int64_t latent_height, int64_t latent_width) -> Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> {
+        OROCHI_ASSIGN_OR_RETURN(const int64_t tile_tokens,
+                                h3vae::gpu::max_tile_tokens(video, h3vae::DecodeOptions{}, latent_height, latent_width));
         OROCHI_ASSIGN_OR_RETURN(auto d, h3vae::gpu::GpuVideoDecoder::create(video, on, tile_tokens));
         OROCHI_RETURN_IF_ERROR(fill_video(*d));
         return d;
@@ -120,7 +116,7 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
       decode_devices, g.device_name);
   g.audio = std::make_unique<GpuAudio>(
       audio,
-      [=]() -> Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>> {
+      [=](int64_t audio_latents) -> Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>> {
         // Stereo: the two channels are the mono decoder's batch of two.
         OROCHI_ASSIGN_OR_RETURN(auto d, h3_audio::gpu::GpuAudioDecoder::create(audio, device, audio_latents, 2));
         OROCHI_RETURN_IF_ERROR(fill_audio(*d));
