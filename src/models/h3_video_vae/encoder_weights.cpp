@@ -25,16 +25,6 @@ class Collector : public weights::ParameterCollector<ParamSpec> {
   GroupNormWeights norm(const std::string& name) { return {take(name + ".weight"), take(name + ".bias")}; }
 };
 
-Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const ParamSpec& spec) {
-  OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(spec.name));
-  if (t.shape() != spec.shape)
-    return shape_mismatch(spec.name + " has shape " + shape_to_string(t.shape()) + ", expected " +
-                          shape_to_string(spec.shape) + " for this config.json: wrong model or config?");
-  if (!dtype_is_float(t.dtype()))
-    return shape_mismatch(spec.name + " is " + dtype_name(t.dtype()) + ", expected a float type");
-  return t.to(DType::kF32);
-}
-
 Status check_encoder_keys(const weights::Checkpoint& ckpt, const VideoVaeConfig& config) {
   std::vector<std::string> present, expected;
   for (const std::string& name : ckpt.names())
@@ -114,7 +104,7 @@ Expected<EncoderWeights> load_encoder_weights(const std::string& folder) {
   OROCHI_RETURN_IF_ERROR(config.validate_encoder().with_context("vae config.json"));
   OROCHI_RETURN_IF_ERROR(check_encoder_keys(model.weights, config));
   log_debug("loading video VAE encoder from ", folder);
-  return assemble_encoder_weights(config, [&](const ParamSpec& spec) { return read_checked(model.weights, spec); });
+  return assemble_encoder_weights(config, [&](const ParamSpec& spec) { return read_parameter_f32(model.weights, spec); });
 }
 
 }  // namespace orochi::h3vae

@@ -17,16 +17,6 @@ class Collector : public weights::ParameterCollector<ParamSpec> {
   Linear linear(const std::string& name) { return {take(name + ".weight"), take(name + ".bias")}; }
 };
 
-Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const ParamSpec& spec) {
-  OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(spec.name));
-  if (t.shape() != spec.shape)
-    return shape_mismatch(spec.name + " has shape " + shape_to_string(t.shape()) + ", expected " +
-                          shape_to_string(spec.shape) + " for this config.json: wrong model or config?");
-  if (!dtype_is_float(t.dtype()))
-    return shape_mismatch(spec.name + " is " + dtype_name(t.dtype()) + ", expected a float type");
-  return t.to(DType::kF32);
-}
-
 Status check_keys(const weights::Checkpoint& ckpt, const VideoVaeConfig& config) {
   if (ckpt.contains("decoder.x_embedder.weight"))
     return unsupported("'" + ckpt.path() + "' uses the original release's names (decoder.x_embedder, fused "
@@ -78,7 +68,17 @@ Expected<DecoderWeights> load_decoder_weights(const std::string& folder) {
   OROCHI_ASSIGN_OR_RETURN(VideoVaeConfig config, VideoVaeConfig::from_json(model.config));
   OROCHI_RETURN_IF_ERROR(check_keys(model.weights, config));
   log_debug("loading video VAE decoder from ", folder);
-  return assemble_decoder_weights(config, [&](const ParamSpec& spec) { return read_checked(model.weights, spec); });
+  return assemble_decoder_weights(config, [&](const ParamSpec& spec) { return read_parameter_f32(model.weights, spec); });
+}
+
+Expected<Tensor> read_parameter_f32(const weights::Checkpoint& ckpt, const ParamSpec& spec) {
+  OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(spec.name));
+  if (t.shape() != spec.shape)
+    return shape_mismatch(spec.name + " has shape " + shape_to_string(t.shape()) + ", expected " +
+                          shape_to_string(spec.shape) + " for this config.json: wrong model or config?");
+  if (!dtype_is_float(t.dtype()))
+    return shape_mismatch(spec.name + " is " + dtype_name(t.dtype()) + ", expected a float type");
+  return t.to(DType::kF32);
 }
 
 }  // namespace orochi::h3vae

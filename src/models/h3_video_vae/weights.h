@@ -9,6 +9,7 @@
 #include "core/tensor.h"
 #include "models/h3_video_vae/config.h"
 #include "models/h3_video_vae/parameters.h"
+#include "weights/checkpoint.h"
 
 namespace orochi::h3vae {
 
@@ -44,5 +45,9 @@ Expected<DecoderWeights> assemble_decoder_weights(const VideoVaeConfig& config, 
 // skipped (decode only); any other unknown key, a missing key or a wrong shape is an error that
 // names it. The original release's naming (decoder.x_embedder, fused to_qkv) is refused with advice.
 Expected<DecoderWeights> load_decoder_weights(const std::string& folder);
+
+// `spec`'s tensor in `ckpt`, checked against its shape and for a float dtype, as f32: how the
+// decoder's and the encoder's loaders read every parameter.
+Expected<Tensor> read_parameter_f32(const weights::Checkpoint& ckpt, const ParamSpec& spec);
 
 }  // namespace orochi::h3vae
