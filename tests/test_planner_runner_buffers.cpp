@@ -100,5 +100,18 @@ TEST(PlannerRunnerBuffers, TheDenoiserArenaIsOneListForEveryLayoutAndCanvas) {
   }
 }
 
+// Weighted SP rows (the sp-weights switch) size the arena by the largest share, as the runner does.
+TEST(PlannerRunnerBuffers, WeightedSpRowsPlanTheLargestShare) {
+  planner::PlanInput in = testing::h3_plan_input(139, 2, "sp2");
+  const planner::MemoryPlan even = testing::plan_or_fail(in);
+  in.sp.row_weights = {1.3, 0.7};
+  const planner::MemoryPlan weighted = testing::plan_or_fail(in);
+  const uint64_t even_act = even.phases[1].gpus[0].pool_bytes(planner::PoolKind::kActivations);
+  const uint64_t weighted_act = weighted.phases[1].gpus[0].pool_bytes(planner::PoolKind::kActivations);
+  // The largest share holds 0.65 of the rows instead of 0.5: the per-row activations grow with it.
+  EXPECT_GT(weighted_act, even_act * 5 / 4) << even_act << " vs " << weighted_act;
+  EXPECT_LT(weighted_act, even_act * 3 / 2) << even_act << " vs " << weighted_act;
+}
+
 }  // namespace
 }  // namespace orochi

@@ -9,6 +9,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
+#include "apps/engine_options_cli.h"
 #include "apps/request_limits.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
@@ -65,6 +66,10 @@ Expected<planner::PlanInput> parse_input(const Args& args) {
   }
   OROCHI_ASSIGN_OR_RETURN(const int64_t slots, args.get_int("staging-slots", 2));
   OROCHI_ASSIGN_OR_RETURN(in.tiers, parse_tiers(args.get("tiers", "resident,peer,host"), slots));
+  // The run switches that change memory (the SP scheme's buffers, weighted SP rows), as a run takes them.
+  const EngineCli cli{"", gpus, "auto", 60, args.get("set", ""), true, "orochi plan"};
+  OROCHI_ASSIGN_OR_RETURN(const engine::EngineOptions options, engine_options_from(cli));
+  in.sp = options.switches.sp;
   return in;
 }
 
@@ -73,7 +78,7 @@ Expected<planner::PlanInput> parse_input(const Args& args) {
 int run_plan(const std::vector<std::string>& argv) {
   Expected<Args> args = Args::parse(argv,
                                     {"model", "res", "frames", "steps", "text-rows", "gpus", "vram-per-gpu", "parallel",
-                                     "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops"},
+                                     "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops", "set"},
                                     {"json"});
   if (!args) return fail(args.status());
   if (!args->positionals().empty())

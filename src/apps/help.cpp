@@ -69,7 +69,7 @@ constexpr const char* kPlanHelp =
     "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
     "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|auto|tpN|spN|tpNxspM]\n"
     "                   [--tiers resident,peer,host] [--staging-slots 2] [--link nvlink|pcie]\n"
-    "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--json]\n"
+    "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--set NAME=VALUE,...] [--json]\n"
     "  the memory plan of a request per GPU and phase, from configs alone (no weights loaded)\n"
     "  --model        'h3' (released configs, default) or a diffusers-layout folder: only the config.json files of\n"
     "                 transformer/, vae/, audio_vae/ and text_encoder/ are read\n"
@@ -81,6 +81,8 @@ constexpr const char* kPlanHelp =
     "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; tpNxspM: both, on N x M\n"
     "                 GPUs; GPUs beyond them store weights; auto: the layout `generate --gpus N` takes\n"
     "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
+    "  --set          the run switches that change memory, as generate takes them (sp-qkv, sp-weights: the\n"
+    "                 largest SP share sets the rows); `orochi help switches`\n"
     "  --help, -h     this text\n"
     "  plan's exit code 1 also means: the request does not fit\n";
 
