@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "planner/plan_memory.h"
+#include "planner/text_encoder_memory.h"
 #include "support/planner_inputs.h"
 
 namespace orochi::planner {
@@ -28,6 +29,26 @@ bool has_note(const PhasePlan& phase, const std::string& text) {
   for (const std::string& note : phase.notes)
     if (note.find(text) != std::string::npos) return true;
   return false;
+}
+
+// Keyframes and references reach the conditioner through the vision tower: its weights (595.3 M
+// parameters in the release, REF2VA.md §9) and its patches' activations are in the text phase.
+TEST(PlannerTextEncoder, CountsTheVisionTowerAndItsPatches) {
+  EXPECT_NEAR(static_cast<double>(vision_tower_parameters(qwen3vl::VisionConfig::qwen3vl_32b())) / 1e6, 595.3, 0.5);
+  PlanInput in = base(139);
+  in.request.text_rows = 35924;  // REF2VA.md §6: 4 images at 2048 + a 5 s video, as presented
+  const MemoryPlan text_only = plan_of(in);
+  in.request.vision_patches = 4 * 7296 * 4 + 6 * 1008 * 4;  // the images' and the video blocks' merged tokens x 4
+  const MemoryPlan with_vision = plan_of(in);
+  const PhasePlan& a = text_only.phases[0];
+  const PhasePlan& b = with_vision.phases[0];
+  EXPECT_EQ(count_tier(a, Tier::kResident, "vision tower"), 0);
+  EXPECT_EQ(count_tier(b, Tier::kResident, "vision tower"), 1);
+  const uint64_t tower_bytes = 2 * static_cast<uint64_t>(vision_tower_parameters(in.models.vision));
+  EXPECT_GT(b.gpus[0].total(), a.gpus[0].total() + tower_bytes);  // weights, and the patches' activations
+  EXPECT_NE(b.about.find("vision tower over"), std::string::npos) << b.about;
+  // The denoiser and decode phases do not change.
+  EXPECT_EQ(with_vision.phases[1].gpus[0].total(), text_only.phases[1].gpus[0].total());
 }
 
 TEST(PlannerTextEncoder, RunsWholeOnGpuZeroUnderEveryLayout) {

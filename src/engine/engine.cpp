@@ -74,7 +74,15 @@ bool same_placement(const GpuPlacement& a, const GpuPlacement& b) {
 
 // The planner's view of a filled-in request.
 planner::PlanRequest plan_request_of(const GenerateRequest& r) {
-  return {r.width, r.height, r.frames, r.text_rows, r.steps, r.video_shift, r.audio_shift};
+  planner::PlanRequest p;
+  p.width = r.width;
+  p.height = r.height;
+  p.frames = r.frames;
+  p.text_rows = r.text_rows;
+  p.steps = r.steps;
+  p.video_shift = r.video_shift;
+  p.audio_shift = r.audio_shift;
+  return p;
 }
 
 }  // namespace

@@ -32,8 +32,10 @@ PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
             std::to_string(t.num_hidden_layers) + " layers, bf16, L = " + count(shape.text_rows) + " prompt tokens";
   p.layout = ParallelLayout{};
   p.tiers = in.text_encoder_tiers.value_or(in.tiers);
-  p.groups = text_encoder_weight_groups(in.models);
-  p.buffers = text_encoder_buffers(in.models, shape.text_rows);
+  p.groups = text_encoder_weight_groups(in.models, in.request.vision_patches > 0);
+  p.buffers = text_encoder_buffers(in.models, shape.text_rows, in.request.vision_patches);
+  if (in.request.vision_patches > 0)
+    p.about += ", vision tower over " + count(in.request.vision_patches) + " patches";
   if (in.gpus.count > 1)
     p.notes.push_back("runs on GPU 0 alone (no parallel text encoder); the other GPUs wait in this phase");
   p.notes.push_back("freed before the denoiser phase; only the features [L, " + std::to_string(t.hidden_size) +

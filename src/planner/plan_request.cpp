@@ -40,6 +40,9 @@ Expected<ModelConfigs> load_model_configs(const std::string& model) {
   OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::AudioVaeConfig::from_json(a));
   OROCHI_ASSIGN_OR_RETURN(nlohmann::json q, read_component_config(model, "text_encoder"));
   OROCHI_ASSIGN_OR_RETURN(m.text_encoder, qwen3vl::TextConfig::from_json(q));
+  if (q.contains("vision_config")) {
+    OROCHI_ASSIGN_OR_RETURN(m.vision, qwen3vl::VisionConfig::from_json(q));
+  }
   // A smaller test model conditions on its last hidden state when it has fewer than 50 layers.
   m.text_layers = std::min<int64_t>(50, m.text_encoder.num_hidden_layers);
   return m;

@@ -12,6 +12,7 @@
 #include "models/h3_audio_vae/config.h"
 #include "models/h3_video_vae/config.h"
 #include "models/qwen3vl/text_config.h"
+#include "models/qwen3vl/vision_config.h"
 #include "pipeline/scheduler_h3.h"
 #include "planner/plan_types.h"
 
@@ -24,6 +25,7 @@ struct ModelConfigs {
   h3vae::VideoVaeConfig video_vae;
   h3_audio::AudioVaeConfig audio_vae;
   qwen3vl::TextConfig text_encoder = qwen3vl::TextConfig::qwen3vl_32b();
+  qwen3vl::VisionConfig vision = qwen3vl::VisionConfig::qwen3vl_32b();  // the conditioner's vision tower
   int64_t text_layers = 50;  // H3 conditions on hidden_states[50]: layers past it are never run
 };
 
@@ -62,7 +64,8 @@ struct TierPolicy {
 
 struct PlanRequest {
   int64_t width = 1344, height = 768, frames = 124;
-  int64_t text_rows = 256;  // prompt tokens L
+  int64_t text_rows = 256;  // prompt tokens L (with fl2va/ref2va: the presentation's, vision pads included)
+  int64_t vision_patches = 0;  // patches of the images and video frames the tower reads (0: no tower)
   int64_t steps = 8;        // denoiser evaluations
   double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
 };

@@ -13,7 +13,16 @@ uint64_t buffer(int64_t elements, uint64_t element_bytes) {
 
 }  // namespace
 
-std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m) {
+int64_t vision_tower_parameters(const qwen3vl::VisionConfig& v) {
+  const int64_t h = v.hidden_size, I = v.intermediate_size, m = v.merged_width(), o = v.out_hidden_size;
+  const int64_t block = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (I * h + I) + (h * I + h);
+  const int64_t merger = 2 * h + (m * m + m) + (o * m + o);       // its norm is over the unmerged width
+  const int64_t deepstack = 2 * m + (m * m + m) + (o * m + o);    // norm after the 2x2 shuffle
+  return (h * v.patch_values() + h) + v.num_position_embeddings * h + v.depth * block + merger +
+         static_cast<int64_t>(v.deepstack_visual_indexes.size()) * deepstack;
+}
+
+std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m, bool vision) {
   const qwen3vl::TextConfig& t = m.text_encoder;
   const int64_t H = t.hidden_size, I = t.intermediate_size;
   const uint64_t layer = 2 * buffer(H, 2) + 2 * buffer(t.head_dim, 2) +   // norms, q/k norms
@@ -23,14 +32,16 @@ std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m) {
   std::vector<WeightGroup> groups;
   for (int64_t i = 0; i < m.text_layers; ++i) groups.push_back({"layer " + std::to_string(i), layer, true});
   groups.push_back({"embedding", static_cast<uint64_t>(t.vocab_size * H) * 2, false, Tier::kStreamedOnce, -1});
+  if (vision) groups.push_back({"vision tower", static_cast<uint64_t>(vision_tower_parameters(m.vision)) * 2, false});
   return groups;
 }
 
-std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t L /* prompt tokens */) {
+std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t L /* prompt tokens */,
+                                             int64_t N /* vision patches */) {
   const qwen3vl::TextConfig& t = m.text_encoder;
   const int64_t H = t.hidden_size, q = t.q_dim(), kv = t.kv_dim(), I = t.intermediate_size;
   const PoolKind act = PoolKind::kActivations, state = PoolKind::kRequestState;
-  return {
+  std::vector<BufferBytes> b = {
       {state, "token rows in + features out f32 [L, H]", 2 * buffer(L * H, 4)},
       {state, "RoPE cos/sin f32 [L, head_dim]", 2 * buffer(L * t.head_dim, 4)},
       {act, "residual f32 + normed bf16 [L, H]", buffer(L * H, 4) + buffer(L * H, 2)},
@@ -40,6 +51,22 @@ std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t L /
       {PoolKind::kScratch, "attention workspace (estimate)", buffer(t.num_attention_heads * L * 2, 4)},
       {PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB},
   };
+  if (N > 0) {
+    // The tower over N patches (bf16): pixel values in, a residual and its normed copy, q/k/v and the
+    // attention output, the MLP's hidden; the merged tokens and the DeepStack features stay for the
+    // decoder layers that add them.
+    const qwen3vl::VisionConfig& v = m.vision;
+    const int64_t h = v.hidden_size, tokens = N / v.merge_unit(), o = v.out_hidden_size;
+    const int64_t features = 1 + static_cast<int64_t>(v.deepstack_visual_indexes.size());
+    b.push_back({state, "vision pixel values bf16 [N, " + std::to_string(v.patch_values()) + "]",
+                 buffer(N * v.patch_values(), 2)});
+    b.push_back({act, "vision tower residual, normed, q/k/v, attention out, MLP bf16 [N, ...] (estimate)",
+                 buffer(N * h, 4) + 5 * buffer(N * h, 2) + buffer(N * v.intermediate_size, 2)});
+    b.push_back({state, "vision features and DeepStack features bf16 [N/4, " + std::to_string(o) + "] x " +
+                            std::to_string(features),
+                 static_cast<uint64_t>(features) * buffer(tokens * o, 2)});
+  }
+  return b;
 }
 
 }  // namespace orochi::planner

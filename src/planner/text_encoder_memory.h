@@ -10,9 +10,16 @@
 namespace orochi::planner {
 
 // "layer 0".."layer K-1" (each streamable), then "embedding", which stays in host RAM: only the L
-// prompt rows are looked up and copied (Tier::kStreamedOnce).
-std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& models);
+// prompt rows are looked up and copied (Tier::kStreamedOnce); with `vision`, the vision tower
+// (bf16, resident: 595 M parameters in the release) for keyframes and references.
+std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& models, bool vision = false);
 
-std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& models, int64_t text_rows);
+// `text_rows` is L (the presentation's tokens, vision pads included); `vision_patches` the patches
+// the tower reads (0: none), whose activations it adds (an estimate of the GPU tower's arena).
+std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& models, int64_t text_rows, int64_t vision_patches = 0);
+
+// The vision tower's parameters: patch embedding, position table, blocks, the merger and the
+// DeepStack mergers.
+int64_t vision_tower_parameters(const qwen3vl::VisionConfig& vision);
 
 }  // namespace orochi::planner
