@@ -4,17 +4,17 @@
 #include <set>
 #include <sstream>
 
+#include "weights/config_fields.h"
+
 namespace orochi::qwen3vl {
 namespace {
 
+// The shared typed reads (weights/config_fields.h), naming the object the field is in.
 Status read_int(const nlohmann::json& j, const char* key, int64_t& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_number_integer())
-    return invalid_argument(std::string("config.json: vision_config '") + key + "' must be an integer, got " +
-                            it->dump());
-  out = it->get<int64_t>();
-  return Status::ok();
+  return weights::read_int_field(j, key, out).with_context("vision_config");
+}
+Status read_int_list(const nlohmann::json& j, const char* key, std::vector<int64_t>& out) {
+  return weights::read_int_list_field(j, key, out).with_context("vision_config");
 }
 
 Status read_activation(const nlohmann::json& j, VisionActivation& out) {
@@ -29,21 +29,6 @@ Status read_activation(const nlohmann::json& j, VisionActivation& out) {
   } else {
     return unsupported("config.json: vision_config hidden_act '" + act +
                        "' is not supported (Qwen3-VL uses \"gelu_pytorch_tanh\"; \"gelu\" also runs)");
-  }
-  return Status::ok();
-}
-
-Status read_deepstack(const nlohmann::json& j, std::vector<int64_t>& out) {
-  auto it = j.find("deepstack_visual_indexes");
-  if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_array())
-    return invalid_argument("config.json: vision_config 'deepstack_visual_indexes' must be a list of block indexes");
-  out.clear();
-  for (const auto& v : *it) {
-    if (!v.is_number_integer())
-      return invalid_argument("config.json: vision_config 'deepstack_visual_indexes' must hold integers, got " +
-                              v.dump());
-    out.push_back(v.get<int64_t>());
   }
   return Status::ok();
 }
@@ -119,7 +104,7 @@ Expected<VisionConfig> VisionConfig::from_json(const nlohmann::json& j) {
   OROCHI_RETURN_IF_ERROR(read_int(*v, "temporal_patch_size", c.temporal_patch_size));
   OROCHI_RETURN_IF_ERROR(read_int(*v, "out_hidden_size", c.out_hidden_size));
   OROCHI_RETURN_IF_ERROR(read_int(*v, "num_position_embeddings", c.num_position_embeddings));
-  OROCHI_RETURN_IF_ERROR(read_deepstack(*v, c.deepstack_visual_indexes));
+  OROCHI_RETURN_IF_ERROR(read_int_list(*v, "deepstack_visual_indexes", c.deepstack_visual_indexes));
   OROCHI_RETURN_IF_ERROR(read_rope(*v, c.rope_theta));
   if (c.in_channels != 3)
     return unsupported("config.json: vision_config in_channels " + std::to_string(c.in_channels) +
