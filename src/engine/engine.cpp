@@ -94,11 +94,7 @@ nlohmann::json RunPlan::summary_json() const {
                    {"text_rows", shape.text_rows},
                    {"keep_denoiser_weights", keep_denoiser_weights},
                    {"notes", notes}};
-  if (memory) {
-    nlohmann::json phases = nlohmann::json::object();
-    for (const planner::PhasePlan& phase : memory->phases)
-      if (!phase.gpus.empty()) phases[phase.name] = phase.gpus[0].total();
-    j["planned_bytes_gpu0"] = phases;
+  if (memory) {  // its bytes per phase stand beside the measured ones (RunReport::gpu_memory)
     j["fits"] = memory->fits;
     j["streamed_denoiser_blocks"] = std::count(placement.streamed.begin(), placement.streamed.end(), true);
     j["streamed_text_encoder_layers"] =

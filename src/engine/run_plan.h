@@ -34,7 +34,7 @@ struct RunPlan {
   Tensor text_features;  // f32 [L, text_dim] when it has a features file (read here)
   std::vector<std::string> notes;  // what the plan chose and why, one line each
 
-  // The plan's summary for reports: layout, planned bytes per phase on the first GPU, streaming.
+  // The plan's summary for reports: layout, rows, what streams, the notes.
   nlohmann::json summary_json() const;
 };
 
