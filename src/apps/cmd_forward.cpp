@@ -9,7 +9,7 @@
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/request_limits.h"
-#include "apps/format.h"
+#include "core/format.h"
 #include "core/host_memory.h"
 #include "models/h3/summary.h"
 #include "models/h3/transformer.h"

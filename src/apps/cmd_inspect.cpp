@@ -6,7 +6,7 @@
 
 #include "apps/args.h"
 #include "apps/commands.h"
-#include "apps/format.h"
+#include "core/format.h"
 #include "models/h3/checkpoint_layout.h"
 #include "models/h3/summary.h"
 #include "weights/model_folder.h"
