@@ -365,7 +365,8 @@ Expected<Tensor> Engine::text_features(const RunPlan& plan, RunReport& report) {
 }
 
 // The GPU models of this plan: kept from the last request when the placement is the same (a new
-// request arena only when this request is larger), else made and their weights uploaded.
+// request arena only when this request is larger, timed as request memory, not load), else made
+// and their weights uploaded.
 Status Engine::ensure_gpu_models(const RunPlan& plan, RunReport& report) {
   const auto t0 = Clock::now();
   const h3::gpu::RequestSize size = pipeline::request_size(plan.shape.t2va);
@@ -374,7 +375,7 @@ Status Engine::ensure_gpu_models(const RunPlan& plan, RunReport& report) {
       gpu_.reset();  // never run on a half-reserved model
       return s;
     }
-    report.load_s += seconds_since(t0);
+    report.request_memory_s += seconds_since(t0);
     return Status::ok();
   }
   gpu_.reset();  // a different placement: the old models give their memory back first

@@ -21,8 +21,9 @@ struct RunReport {
   double video_shift = 0, audio_shift = 0;
   pipeline::T2vaResult result;  // geometry, sizes and stage times (tensors are not reported)
   // load: weights read or uploaded for this request (an engine that keeps its model loaded shows
-  // ~0 from the second request on).
-  double load_s = 0, text_s = 0, encode_s = 0, e2e_s = 0;
+  // ~0 from the second request on). request_memory: a kept model's request buffers reserved
+  // anew (its denoiser gives them back for the decode), counted under pre.
+  double load_s = 0, request_memory_s = 0, text_s = 0, encode_s = 0, e2e_s = 0;
   uint64_t host_peak_bytes = 0;
   std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
   nlohmann::json plan;                     // the run plan's summary (RunPlan::summary_json)

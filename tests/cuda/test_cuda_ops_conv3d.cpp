@@ -65,8 +65,12 @@ TEST_F(EncoderGpuOps, GroupNormPerFrameWithAndWithoutSilu) {
       ASSERT_STATUS_OK(cuda::group_norm_frames(dx, dw, db, groups, 1e-6f, silu, dy, stream()));
       const Tensor want = silu ? cpu::group_norm_silu_per_frame(x, w, b, groups, 1e-6f)
                                : cpu::group_norm_per_frame(x, w, b, groups, 1e-6f);
+      // One value per group ([32, 2, 1, 1] with 32 groups): the variance is 0, rstd = 1/sqrt(eps) = 1000,
+      // and both sides fold y = x·scale + (b − mean·scale) as torch does, so y = b comes back through
+      // terms near |mean·scale| ~ 1e3 whose float ulp is 6e-5: the cases agree only to that rounding.
+      const bool one_value_per_group = shape[0] == groups && shape[2] * shape[3] == 1;
       check_case(silu ? "group_norm_silu" : "group_norm", shape_to_string(shape), to_host_f32(dy, stream()), want,
-                 1e-5);
+                 one_value_per_group ? 1e-3 : 1e-5);
     }
     arena().reset(mark);
   }
