@@ -4,7 +4,9 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/ops.h"
+#include "backends/cuda/random_fill.h"
 #include "models/qwen3vl/cuda/vision_ops.h"
+#include "models/qwen3vl/random_weights.h"
 #include "models/qwen3vl/vision_layout.h"
 
 namespace orochi::qwen3vl::gpu {
@@ -195,6 +197,59 @@ Status GpuVisionTower::upload(const VisionWeights& host) {
     OROCHI_ASSIGN_OR_RETURN(VisionGpuMerger g, merger(m));
     w->deepstack.push_back(std::move(g));
   }
+  weights_ = std::move(w);
+  has_weights_ = true;
+  return Status::ok();
+}
+
+Status GpuVisionTower::init_random(uint64_t seed) {
+  const VisionConfig& c = config_;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  weight_arena_->reset(0);
+  cuda::DeviceArena& arena = *weight_arena_;
+  const std::vector<RandomTensorInit> plan = vision_random_plan(c);
+  size_t j = 0;
+  // Allocated in the upload order (vision_random_plan's), each filled from its own stream.
+  auto next = [&]() -> Expected<Tensor> {
+    if (j >= plan.size()) return Status(ErrorCode::kInternal, "vision_random_plan is shorter than the tower");
+    const RandomTensorInit& p = plan[j];
+    OROCHI_ASSIGN_OR_RETURN(Tensor t, arena.tensor(p.shape, DType::kBF16));
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(t, seed, kVisionRandomStreamBase + j, p.mean, p.stddev, stream_));
+    ++j;
+    return t;
+  };
+  auto pair = [&](Tensor& a, Tensor& b) -> Status {
+    OROCHI_ASSIGN_OR_RETURN(a, next());
+    OROCHI_ASSIGN_OR_RETURN(b, next());
+    return Status::ok();
+  };
+  auto merger = [&](VisionGpuMerger& m, bool after_shuffle) -> Status {
+    m.norm_after_shuffle = after_shuffle;
+    OROCHI_RETURN_IF_ERROR(pair(m.norm.weight, m.norm.bias));
+    OROCHI_RETURN_IF_ERROR(pair(m.fc1.weight, m.fc1.bias));
+    return pair(m.fc2.weight, m.fc2.bias);
+  };
+  auto w = std::make_unique<VisionGpuWeights>();
+  OROCHI_RETURN_IF_ERROR(pair(w->patch_embed.weight, w->patch_embed.bias));
+  OROCHI_ASSIGN_OR_RETURN(w->pos_embed, next());
+  for (int64_t i = 0; i < c.depth; ++i) {
+    VisionGpuBlock b;
+    OROCHI_RETURN_IF_ERROR(pair(b.norm1.weight, b.norm1.bias));
+    OROCHI_RETURN_IF_ERROR(pair(b.qkv.weight, b.qkv.bias));
+    OROCHI_RETURN_IF_ERROR(pair(b.proj.weight, b.proj.bias));
+    OROCHI_RETURN_IF_ERROR(pair(b.norm2.weight, b.norm2.bias));
+    OROCHI_RETURN_IF_ERROR(pair(b.fc1.weight, b.fc1.bias));
+    OROCHI_RETURN_IF_ERROR(pair(b.fc2.weight, b.fc2.bias));
+    w->blocks.push_back(std::move(b));
+  }
+  OROCHI_RETURN_IF_ERROR(merger(w->merger, false));
+  for (size_t k = 0; k < c.deepstack_visual_indexes.size(); ++k) {
+    VisionGpuMerger m;
+    OROCHI_RETURN_IF_ERROR(merger(m, true));
+    w->deepstack.push_back(std::move(m));
+  }
+  if (j != plan.size()) return Status(ErrorCode::kInternal, "vision_random_plan is longer than the tower");
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   weights_ = std::move(w);
   has_weights_ = true;
   return Status::ok();

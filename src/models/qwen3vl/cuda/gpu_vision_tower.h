@@ -41,6 +41,10 @@ class GpuVisionTower {
   // Host weights of this config (any float dtype; zero-copy checkpoint views are fine), rounded to
   // bf16 on upload.
   Status upload(const VisionWeights& host);
+  // Counter-based random weights of the config's shapes generated on the GPU (benchmarks and the
+  // full-size comparison with transformers): the rules of random_weights.h, the same model as
+  // upload(random_vision_weights(config, seed)).
+  Status init_random(uint64_t seed);
 
   // pixel_values host f32 or bf16 [N, 3·tp·p·p] (N <= max_patches) with the processor's grids ->
   // host f32 features and DeepStack features, as run_vision_tower returns them.

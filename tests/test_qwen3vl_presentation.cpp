@@ -1,0 +1,112 @@
+// The presentations the full-size Qwen3-VL comparison runs (tests/support/qwen3vl_presentation.h):
+// synthetic media through the real processor and the H3 presentation builder, their token counts,
+// grids and positions; and the tiny model over the tiny presentation on the CPU (fp32) with the
+// counter-based random weights of models/qwen3vl/random_weights.h. With
+// OROCHI_QWEN3VL_TINY_DUMP=FILE set it writes that run as the dump
+// scripts/device/compare_qwen3vl_presentation.py --tiny checks against transformers on the CPU
+// (the weight mapping, ids, grids and DeepStack order of the full-size comparison).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "models/qwen3vl/random_weights.h"
+#include "models/qwen3vl/rope_index.h"
+#include "support/compare.h"
+#include "support/qwen3vl_presentation.h"
+
+namespace orochi::testing {
+namespace {
+
+int64_t count(const Tensor& ids, int64_t id) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < ids.numel(); ++i) n += ids.data<int64_t>()[i] == id;
+  return n;
+}
+
+TEST(Qwen3VLPresentation, TinyCaseLayout) {
+  Expected<PresentationCase> c = presentation_case("tiny");
+  ASSERT_TRUE(c.has_value());
+  Expected<BuiltPresentation> p = build_presentation(*c);
+  ASSERT_TRUE(p.has_value()) << p.status().to_string();
+  EXPECT_EQ(p->image_grids, (std::vector<qwen3vl::GridThw>{{1, 16, 20}, {1, 20, 16}}));
+  // 26 frames at 24 fps sampled at 2 fps: frames 0, 12, 24, padded to 4: 2 blocks.
+  EXPECT_EQ(p->video_grids, (std::vector<qwen3vl::GridThw>{{2, 8, 10}}));
+  EXPECT_EQ(count(p->input_ids, 151655), 160);
+  EXPECT_EQ(count(p->input_ids, 151656), 40);
+  EXPECT_EQ(count(p->input_ids, 151652), 4);  // 2 images + 2 video blocks
+  EXPECT_EQ(count(p->input_ids, 151653), 4);
+  EXPECT_EQ(static_cast<int64_t>(p->vision_rows.size()), 200);
+  EXPECT_EQ(p->pixel_values.shape(), (Shape{320 + 320 + 160, 1536}));
+  EXPECT_EQ(p->image_patches, 640);
+  EXPECT_EQ(p->positions.shape(), (Shape{p->size(), 3}));
+  for (int64_t i = 0; i < p->size(); ++i) {
+    const int64_t id = p->input_ids.data<int64_t>()[i];
+    EXPECT_TRUE(id < 3011 || (id >= 151652 && id <= 151656)) << i << ": " << id;
+  }
+  EXPECT_EQ(presentation_case("nope").status().code(), ErrorCode::kNotFound);
+}
+
+TEST(Qwen3VLPresentation, TwoImagesAndA124FrameVideo) {
+  Expected<BuiltPresentation> p = build_presentation(*presentation_case("ref2va-2img"));
+  ASSERT_TRUE(p.has_value()) << p.status().to_string();
+  EXPECT_EQ(p->image_grids, (std::vector<qwen3vl::GridThw>{{1, 48, 84}, {1, 48, 84}}));
+  EXPECT_EQ(p->video_grids, (std::vector<qwen3vl::GridThw>{{6, 48, 84}}));  // 11 frames -> 6 blocks
+  EXPECT_EQ(count(p->input_ids, 151655), 2 * 1008);
+  EXPECT_EQ(count(p->input_ids, 151656), 6 * 1008);
+  EXPECT_EQ(p->pixel_values.dim(0), 8 * 4032);
+  EXPECT_LT(p->size(), 8064 + 200);
+  // Identity sizes: no resampling, so every value is (u8 - 127.5) / 127.5.
+  const float* v = p->pixel_values.data<float>();
+  for (int64_t i = 0; i < 1000; ++i) {
+    const float u = v[i * 997] * 127.5f + 127.5f;
+    EXPECT_NEAR(u, std::round(u), 1e-3) << i;
+  }
+}
+
+TEST(Qwen3VLPresentation, TinyModelOnTheCpu) {
+  const BuiltPresentation p = *build_presentation(*presentation_case("tiny"));
+  const qwen3vl::VisionConfig vc = tiny_vision_config();
+  const qwen3vl::TextConfig tc = tiny_text_config();
+  constexpr uint64_t kSeed = 7;
+  constexpr int64_t kLayers = 4;
+  const qwen3vl::VisionWeights vw = qwen3vl::random_vision_weights(vc, kSeed);
+  const qwen3vl::TextWeights tw = qwen3vl::random_text_weights(tc, kLayers, kSeed);
+  Expected<qwen3vl::VisionFeatures> f = qwen3vl::run_vision_tower(vw, p.pixel_values, p.grids());
+  ASSERT_TRUE(f.has_value()) << f.status().to_string();
+  const qwen3vl::VisionEmbeddings vision = presentation_vision(p, *f);
+  Expected<Tensor> final_out = qwen3vl::encode_mixed(tw, p.input_ids, p.positions, vision);
+  ASSERT_TRUE(final_out.has_value()) << final_out.status().to_string();
+  qwen3vl::TextWeights two = tw;
+  two.layers.resize(2);
+  Expected<Tensor> after2 = qwen3vl::encode_mixed(two, p.input_ids, p.positions, vision);
+  ASSERT_TRUE(after2.has_value()) << after2.status().to_string();
+  double ss = 0;
+  for (int64_t i = 0; i < final_out->numel(); ++i) {
+    ASSERT_TRUE(std::isfinite(final_out->data<float>()[i]));
+    ss += static_cast<double>(final_out->data<float>()[i]) * final_out->data<float>()[i];
+  }
+  const double rms = std::sqrt(ss / static_cast<double>(final_out->numel()));
+  std::printf("tiny presentation: %lld tokens, %zu vision rows, output rms %.3f\n", static_cast<long long>(p.size()),
+              p.vision_rows.size(), rms);
+  EXPECT_GT(rms, 0.3);
+  EXPECT_LT(rms, 30.0);
+
+  if (const char* path = std::getenv("OROCHI_QWEN3VL_TINY_DUMP")) {
+    const std::map<std::string, std::string> meta{{"case", "tiny"},
+                                                  {"seed", std::to_string(kSeed)},
+                                                  {"layers", std::to_string(kLayers)},
+                                                  {"dtype", "f32"},
+                                                  {"text_config", text_config_json(tc)},
+                                                  {"vision_config", vision_config_json(vc)}};
+    ASSERT_TRUE(write_presentation_dump(path, &p, Tensor(),
+                                        {{"hidden_2", *after2}, {"hidden_final", *final_out},
+                                         {"vision_features", f->features}},
+                                        meta)
+                    .is_ok());
+    std::printf("wrote %s\n", path);
+  }
+}
+
+}  // namespace
+}  // namespace orochi::testing
