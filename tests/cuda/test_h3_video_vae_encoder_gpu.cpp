@@ -1,7 +1,8 @@
 // The video VAE encoder on the GPU vs the CPU reference encoder, on the tiny golden config
 // (tests/data/h3_video_vae_encoder/vae): one frame, a 22-frame clip and a tiled 22-frame clip,
 // fp32 convolutions (tight) and TF32 (the reference's default, loose); the posterior recipe's
-// latents; determinism; bad input. Skips without a GPU.
+// latents; determinism; bad input. Every GPU path (padded copies, fused NCDHW, fused NDHWC). Skips
+// without a GPU.
 #include <cstring>
 
 #include "models/h3_video_vae/cuda/gpu_encoder.h"
@@ -14,6 +15,10 @@ namespace {
 
 using namespace cuda_test;
 using h3vae::gpu::GpuVideoEncoder;
+
+constexpr h3vae::gpu::EncoderPath kPaths[] = {h3vae::gpu::EncoderPath::kPaddedCopies,
+                                              h3vae::gpu::EncoderPath::kFusedNcdhw,
+                                              h3vae::gpu::EncoderPath::kFusedNdhwc};
 
 std::string vae_dir() { return testing::test_data_dir() + "/h3_video_vae_encoder/vae"; }
 
@@ -37,11 +42,15 @@ class EncoderGpu : public GpuTest {
     weights_ = std::move(w).value();
   }
   std::unique_ptr<GpuVideoEncoder> make(const h3vae::EncodeOptions& options, int64_t F, int64_t H, int64_t W,
-                                        cuda::ConvMath math) {
+                                        cuda::ConvMath math,
+                                        h3vae::gpu::EncoderPath path = h3vae::gpu::EncoderPath::kPaddedCopies) {
     auto shape = h3vae::gpu::max_tile_shape(weights_.config, options, F, H, W);
     EXPECT_TRUE(shape.has_value()) << shape.status().to_string();
     if (!shape) return nullptr;
-    auto enc = GpuVideoEncoder::create(weights_.config, 0, *shape, math);
+    h3vae::gpu::GpuEncoderOptions o;
+    o.math = math;
+    o.path = path;
+    auto enc = GpuVideoEncoder::create(weights_.config, 0, *shape, o);
     EXPECT_TRUE(enc.has_value()) << enc.status().to_string();
     if (!enc) return nullptr;
     const Status s = (*enc)->upload(weights_);
@@ -65,28 +74,36 @@ TEST_F(EncoderGpu, MomentsMatchTheCpuReference) {
     ASSERT_TRUE(x.has_value());
     Expected<Tensor> want = h3vae::encode_moments(weights_, *x, c.options);
     ASSERT_TRUE(want.has_value()) << want.status().to_string();
-    for (cuda::ConvMath math : {cuda::ConvMath::kF32, cuda::ConvMath::kTf32}) {
-      auto enc = make(c.options, c.F, c.H, c.W, math);
-      ASSERT_NE(enc, nullptr);
-      Expected<Tensor> got = enc->encode_moments(*x, c.options);
-      ASSERT_TRUE(got.has_value()) << got.status().to_string();
-      const bool f32 = math == cuda::ConvMath::kF32;
-      check_case(f32 ? "encoder_fp32" : "encoder_tf32", c.name, *got, *want, f32 ? 1e-5 : 1e-2);
-    }
+    for (h3vae::gpu::EncoderPath path : kPaths)
+      for (cuda::ConvMath math : {cuda::ConvMath::kF32, cuda::ConvMath::kTf32}) {
+        auto enc = make(c.options, c.F, c.H, c.W, math, path);
+        ASSERT_NE(enc, nullptr);
+        enc->set_profiling(true);  // the stage timing must not change a result
+        Expected<Tensor> got = enc->encode_moments(*x, c.options);
+        ASSERT_TRUE(got.has_value()) << got.status().to_string();
+        EXPECT_FALSE(enc->stage_times().empty());
+        const bool f32 = math == cuda::ConvMath::kF32;
+        check_case(f32 ? "encoder_fp32" : "encoder_tf32",
+                   std::string(c.name) + ", " + h3vae::gpu::encoder_path_name(path), *got, *want, f32 ? 1e-5 : 1e-2);
+      }
   }
 }
 
 TEST_F(EncoderGpu, RecipeLatentsAndDeterminism) {
   const Tensor u8 = random_pixels(22, 16, 24, 11);
-  auto enc = make({}, 22, 16, 24, cuda::ConvMath::kF32);
-  ASSERT_NE(enc, nullptr);
-  Expected<Tensor> a = enc->encode_condition(u8), b = enc->encode_condition(u8);
-  ASSERT_TRUE(a.has_value() && b.has_value());
-  EXPECT_EQ(std::memcmp(a->data<float>(), b->data<float>(), a->nbytes()), 0) << "two encodes differ";
   Expected<Tensor> cpu = h3vae::encode_condition(weights_, u8);
   ASSERT_TRUE(cpu.has_value());
-  // The fp16 round can flip an element by one f16 ulp where the moments differ in the last bits.
-  check_case("encode_condition_fp32", "22 frames 16x24", *a, *cpu, 1e-4);
+  for (h3vae::gpu::EncoderPath path : kPaths) {
+    auto enc = make({}, 22, 16, 24, cuda::ConvMath::kF32, path);
+    ASSERT_NE(enc, nullptr);
+    Expected<Tensor> a = enc->encode_condition(u8), b = enc->encode_condition(u8);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    EXPECT_EQ(std::memcmp(a->data<float>(), b->data<float>(), a->nbytes()), 0)
+        << "two encodes differ on " << h3vae::gpu::encoder_path_name(path);
+    // The fp16 round can flip an element by one f16 ulp where the moments differ in the last bits.
+    check_case("encode_condition_fp32", std::string("22 frames 16x24, ") + h3vae::gpu::encoder_path_name(path), *a,
+               *cpu, 1e-4);
+  }
 }
 
 TEST_F(EncoderGpu, BadInputIsAnError) {

@@ -80,3 +80,187 @@ cudaError_t launch_add_into(float* acc, const float* y, int64_t n, cudaStream_t 
 }
 
 }  // namespace orochi::cuda::kernels
+
+// ---- The fused path's layout-aware kernels (32-bit indices: element counts below 2^31).
+namespace orochi::cuda::kernels {
+namespace {
+
+// The offset of logical (c, t, h, w) in a C x T x H x W tensor: [C, T, H, W] or channels last [T, H, W, C].
+__device__ __forceinline__ int64_t video_offset(bool channels_last, int c, int t, int h, int w, int C, int T, int H,
+                                                int W) {
+  return channels_last ? ((static_cast<int64_t>(t) * H + h) * W + w) * C + c
+                       : ((static_cast<int64_t>(c) * T + t) * H + h) * W + w;
+}
+
+__device__ __forceinline__ int mirror32(int i, int n) { return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i); }
+
+// One thread per output element, in the output's memory order.
+__global__ void encoder_pad_to_kernel(const float* __restrict__ x, bool in_cl, const float* __restrict__ bias,
+                                      float* __restrict__ y, bool out_cl, int C, int Co, int T, int H, int W,
+                                      int front, int top, int left, int Tp, int Hp, int Wp, int total) {
+  for (int64_t kk = first_index(); kk < total; kk += grid_stride()) {
+    const int k = static_cast<int>(kk);
+    int c, t, i, j;
+    if (out_cl) {
+      c = k % Co;
+      int r = k / Co;
+      j = r % Wp, r /= Wp;
+      i = r % Hp, t = r / Hp;
+    } else {
+      j = k % Wp;
+      int r = k / Wp;
+      i = r % Hp, r /= Hp;
+      t = r % Tp, c = r / Tp;
+    }
+    const int ts = t - front;
+    float v = 0.0f;
+    if (ts >= 0 && c < C) {
+      v = x[video_offset(in_cl, c, ts, mirror32(i - top, H), mirror32(j - left, W), C, T, H, W)];
+      if (bias) v += bias[c];
+    }
+    y[k] = v;
+  }
+}
+
+// The rows (or columns) of the padded output a source row i lands in: i + pad, and with a reflect
+// pad of 1 also row 0 when i == 1 (x[-1] = x[1]) and row n + 1 when i == n − 2 (x[n] = x[n − 2]).
+__device__ __forceinline__ int mirror_targets(int i, int n, int pad, int* out) {
+  int count = 0;
+  out[count++] = i + pad;
+  if (pad == 1) {
+    if (i == 1) out[count++] = 0;
+    if (i == n - 2) out[count++] = n + 1;
+  }
+  return count;
+}
+
+// One block per (group, frame); blockIdx.x is the group so the groups of one frame run together
+// (channels last, they share cache lines). Two passes for the statistics (mean, then the centred
+// sum of squares), a third normalizes and writes every padded position the value lands in.
+template <bool kChannelsLast>
+__global__ void group_norm_pad_kernel(const float* __restrict__ x, const float* __restrict__ in_bias,
+                                      const float* __restrict__ w, const float* __restrict__ b, float* __restrict__ y,
+                                      int C, int T, int H, int W, int cg, float eps, bool silu, int front, int pad) {
+  const int g = blockIdx.x, t = blockIdx.y, HW = H * W, c0 = g * cg;
+  const int Tp = T + front, Hp = H + 2 * pad, Wp = W + 2 * pad;
+  const float inv_n = 1.0f / (static_cast<float>(cg) * static_cast<float>(HW));
+  // Every (channel cc of the group, pixel p) once, channels last pixel-major (cg contiguous floats
+  // per pixel), otherwise channel-major (contiguous planes).
+  auto value = [&](int cc, int p) {
+    const int c = c0 + cc;
+    float v = kChannelsLast ? x[(static_cast<int64_t>(t) * HW + p) * C + c] : x[(static_cast<int64_t>(c) * T + t) * HW + p];
+    if (in_bias) v += in_bias[c];
+    return v;
+  };
+  float sum = 0.0f;
+  if (kChannelsLast) {
+    for (int p = threadIdx.x; p < HW; p += blockDim.x)
+      for (int cc = 0; cc < cg; ++cc) sum += value(cc, p);
+  } else {
+    for (int cc = 0; cc < cg; ++cc)
+      for (int p = threadIdx.x; p < HW; p += blockDim.x) sum += value(cc, p);
+  }
+  const float mean = block_sum(sum) * inv_n;
+  float sq = 0.0f;
+  if (kChannelsLast) {
+    for (int p = threadIdx.x; p < HW; p += blockDim.x)
+      for (int cc = 0; cc < cg; ++cc) {
+        const float d = value(cc, p) - mean;
+        sq += d * d;
+      }
+  } else {
+    for (int cc = 0; cc < cg; ++cc)
+      for (int p = threadIdx.x; p < HW; p += blockDim.x) {
+        const float d = value(cc, p) - mean;
+        sq += d * d;
+      }
+  }
+  const float rstd = rsqrtf(block_sum<1>(sq) * inv_n + eps);
+  auto store = [&](int cc, int p) {
+    const int c = c0 + cc;
+    const float scale = rstd * w[c], shift = b[c] - mean * scale;
+    float v = value(cc, p) * scale + shift;
+    if (silu) v = silu_f32(v);
+    const int i = p / W, j = p - i * W;
+    int rows[3], cols[3];
+    const int nr = mirror_targets(i, H, pad, rows), nc = mirror_targets(j, W, pad, cols);
+    for (int a = 0; a < nr; ++a)
+      for (int e = 0; e < nc; ++e) y[video_offset(kChannelsLast, c, t + front, rows[a], cols[e], C, Tp, Hp, Wp)] = v;
+  };
+  if (kChannelsLast) {
+    for (int p = threadIdx.x; p < HW; p += blockDim.x)
+      for (int cc = 0; cc < cg; ++cc) store(cc, p);
+  } else {
+    for (int cc = 0; cc < cg; ++cc)
+      for (int p = threadIdx.x; p < HW; p += blockDim.x) store(cc, p);
+  }
+}
+
+__global__ void bias_residual_kernel(const float* a, const float* __restrict__ a_bias,
+                                     const float* __restrict__ y, const float* __restrict__ y_bias, float* out,
+                                     bool channels_last, int C, int plane, int n) {
+  for (int64_t kk = first_index(); kk < n; kk += grid_stride()) {
+    const int k = static_cast<int>(kk);
+    const int c = channels_last ? k % C : k / plane;
+    float v = a[k];
+    if (a_bias) v += a_bias[c];
+    if (y) {
+      float u = y[k];
+      if (y_bias) u += y_bias[c];
+      v += u;
+    }
+    out[k] = v;
+  }
+}
+
+unsigned grid_for(int64_t n) {
+  const int64_t b = (n + 255) / 256;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 16 ? 65535 * 16 : b));
+}
+
+}  // namespace
+
+cudaError_t launch_encoder_pad_to(const float* x, bool in_channels_last, const float* bias, float* y,
+                                  bool out_channels_last, int64_t C, int64_t Co, int64_t T, int64_t H, int64_t W,
+                                  int64_t front, int64_t top, int64_t bottom, int64_t left, int64_t right,
+                                  cudaStream_t stream) {
+  const int64_t Tp = T + front, Hp = H + top + bottom, Wp = W + left + right, total = Co * Tp * Hp * Wp;
+  if (total == 0) return cudaSuccess;
+  if (total >= (int64_t{1} << 31) || C * T * H * W >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
+  encoder_pad_to_kernel<<<grid_for(total), 256, 0, stream>>>(
+      x, in_channels_last, bias, y, out_channels_last, static_cast<int>(C), static_cast<int>(Co), static_cast<int>(T),
+      static_cast<int>(H), static_cast<int>(W), static_cast<int>(front), static_cast<int>(top), static_cast<int>(left),
+      static_cast<int>(Tp), static_cast<int>(Hp), static_cast<int>(Wp), static_cast<int>(total));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_group_norm_pad(const float* x, const float* in_bias, const float* w, const float* b, float* y,
+                                  bool channels_last, int64_t C, int64_t T, int64_t H, int64_t W, int64_t groups,
+                                  float eps, bool silu, int64_t front, int64_t pad, cudaStream_t stream) {
+  if (C == 0 || T == 0 || H == 0 || W == 0) return cudaSuccess;
+  if (groups > 65535 || T > 65535 || (pad != 0 && pad != 1) ||
+      C * (T + front) * (H + 2 * pad) * (W + 2 * pad) >= (int64_t{1} << 31))
+    return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(T));
+  // Threads stride over the pixels of a frame: no more than there are pixels (small late levels).
+  const int64_t HW = H * W;
+  const int threads = static_cast<int>(HW >= 1024 ? 1024 : (HW + 31) / 32 * 32);
+  const int Ci = static_cast<int>(C), Ti = static_cast<int>(T), Hi = static_cast<int>(H), Wi = static_cast<int>(W),
+            cg = static_cast<int>(C / groups), fi = static_cast<int>(front), pi = static_cast<int>(pad);
+  if (channels_last)
+    group_norm_pad_kernel<true><<<grid, threads, 0, stream>>>(x, in_bias, w, b, y, Ci, Ti, Hi, Wi, cg, eps, silu, fi, pi);
+  else
+    group_norm_pad_kernel<false><<<grid, threads, 0, stream>>>(x, in_bias, w, b, y, Ci, Ti, Hi, Wi, cg, eps, silu, fi, pi);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bias_residual(const float* a, const float* a_bias, const float* y, const float* y_bias, float* out,
+                                 bool channels_last, int64_t C, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (n >= (int64_t{1} << 31) || C < 1 || n % C != 0) return cudaErrorInvalidValue;
+  bias_residual_kernel<<<grid_for(n), 256, 0, stream>>>(a, a_bias, y, y_bias, out, channels_last, static_cast<int>(C),
+                                                        static_cast<int>(n / C), static_cast<int>(n));
+  return cudaGetLastError();
+}
+
+}  // namespace orochi::cuda::kernels

@@ -16,3 +16,28 @@ cudaError_t launch_group_norm_frames(const float* x, const float* w, const float
 cudaError_t launch_add_into(float* acc, const float* y, int64_t n, cudaStream_t stream);
 
 }  // namespace orochi::cuda::kernels
+
+namespace orochi::cuda::kernels {
+
+// The layout-aware kernels of the fused encoder path (ops_conv3d.h, VideoLayout). Element counts
+// below 2^31 (the callers check): indices are 32-bit inside the kernels.
+
+// y [Co, front + T, top + H + bottom, left + W + right] in `out_channels_last` layout from x [C, T, H, W]
+// in `in_channels_last` layout, (x + bias[c]) where bias is given, reflect H/W, zero front frames,
+// zero channels c >= C (Co >= C).
+cudaError_t launch_encoder_pad_to(const float* x, bool in_channels_last, const float* bias, float* y,
+                                  bool out_channels_last, int64_t C, int64_t Co, int64_t T, int64_t H, int64_t W,
+                                  int64_t front, int64_t top, int64_t bottom, int64_t left, int64_t right,
+                                  cudaStream_t stream);
+// Per-frame GroupNorm (+ SiLU) of (x + in_bias[c]) (in_bias may be null), x [C, T, H, W], written into
+// the interior of y [C, front + T, H + 2·pad, W + 2·pad] (same layout) with the reflect border of
+// `pad` (0 or 1) filled from the same values; the front frames are the caller's (left untouched).
+cudaError_t launch_group_norm_pad(const float* x, const float* in_bias, const float* w, const float* b, float* y,
+                                  bool channels_last, int64_t C, int64_t T, int64_t H, int64_t W, int64_t groups,
+                                  float eps, bool silu, int64_t front, int64_t pad, cudaStream_t stream);
+// out = (a + a_bias[c]) + (y + y_bias[c]) elementwise over [C, T, H, W] in either layout; a_bias,
+// y and y_bias may be null (then left out of the sum). out may be a.
+cudaError_t launch_bias_residual(const float* a, const float* a_bias, const float* y, const float* y_bias,
+                                 float* out, bool channels_last, int64_t C, int64_t n, cudaStream_t stream);
+
+}  // namespace orochi::cuda::kernels

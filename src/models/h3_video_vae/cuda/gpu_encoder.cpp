@@ -1,6 +1,7 @@
 #include "models/h3_video_vae/cuda/gpu_encoder.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "backends/cuda/cuda_check.h"
@@ -14,7 +15,7 @@ int64_t tile_max_elems(const VideoVaeConfig& c, int64_t T, int64_t H, int64_t W)
   int64_t most = 0;
   auto track = [&](int64_t ch, int64_t t, int64_t h, int64_t w) { most = std::max(most, ch * t * h * w); };
   int64_t C = c.in_channels;
-  track(C, T + 2, H + 2, W + 2);  // conv_in's padded input
+  track((C + 3) / 4 * 4, T + 2, H + 2, W + 2);  // conv_in's padded input (channels last: rounded up to 4)
   C = c.block_out_channels[0];
   track(C, T, H, W);
   for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
@@ -71,7 +72,90 @@ Tensor last_temporal_tap(const Tensor& w) {
   return t;
 }
 
+// A host kernel [Cout, Cin, kt, kh, kw] as channels last [Cout, kt, kh, kw, Cin'], with Cin' = Cin
+// rounded up to a multiple of 4 with zero taps for conv_in (cuDNN's TF32 kernels want 16-byte
+// channel vectors; its padded input gets as many zero channels, so every added product is an exact 0).
+Tensor channels_last_kernel(const Tensor& w, bool round_channels = false) {
+  const int64_t Co = w.dim(0), Ci = w.dim(1), taps = w.dim(2) * w.dim(3) * w.dim(4);
+  const int64_t Cp = round_channels ? (Ci + 3) / 4 * 4 : Ci;
+  const Tensor src = w.contiguous().to(DType::kF32);
+  Tensor t = Tensor::zeros({Co, w.dim(2), w.dim(3), w.dim(4), Cp}, DType::kF32);
+  const float* a = src.data<float>();
+  float* b = t.data<float>();
+  for (int64_t o = 0; o < Co; ++o)
+    for (int64_t i = 0; i < Ci; ++i)
+      for (int64_t k = 0; k < taps; ++k) b[(o * taps + k) * Cp + i] = a[(o * Ci + i) * taps + k];
+  return t;
+}
+
+double conv_flops(const Tensor& kernel, const Tensor& y) { return 2.0 * static_cast<double>(kernel.numel() / kernel.dim(0)) * static_cast<double>(y.numel()); }
+
+constexpr const char* kConvStages[] = {"conv3x3x3 level 0", "conv3x3x3 level 1", "conv3x3x3 level 2",
+                                       "conv3x3x3 level 3", "conv3x3x3 level 4", "conv3x3x3 level 5+"};
+
 }  // namespace
+
+const char* encoder_path_name(EncoderPath path) {
+  switch (path) {
+    case EncoderPath::kPaddedCopies: return "padded-copies NCDHW";
+    case EncoderPath::kFusedNcdhw: return "fused NCDHW";
+    case EncoderPath::kFusedNdhwc: return "fused NDHWC";
+  }
+  return "?";
+}
+
+// CUDA events recorded at every stage boundary of a tile; read back after the tile's download.
+struct GpuVideoEncoder::Profiler {
+  bool on = false;
+  std::vector<cudaEvent_t> events;  // a pool, reused per tile
+  std::vector<std::pair<int, double>> interval;  // per recorded event i >= 1: stage index, flops
+  size_t used = 0;
+  std::vector<EncoderStageTime> stages;
+  std::map<std::string, int> index;
+  ~Profiler() {
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+  }
+  void record(cudaStream_t stream, const char* stage, double flops) {
+    if (!stage) used = 0;  // a tile's first event (a tile that failed midway left its events unread)
+    if (used == events.size()) {
+      cudaEvent_t e = nullptr;
+      if (cudaEventCreate(&e) != cudaSuccess) return;  // timing is best effort
+      events.push_back(e);
+      interval.emplace_back(-1, 0.0);
+    }
+    int s = -1;
+    if (stage) {
+      auto [it, fresh] = index.emplace(stage, static_cast<int>(stages.size()));
+      if (fresh) stages.push_back({stage, 0.0, 0.0, 0});
+      s = it->second;
+    }
+    interval[used] = {s, flops};
+    cudaEventRecord(events[used++], stream);
+  }
+  void collect() {
+    if (used == 0) return;
+    cudaEventSynchronize(events[used - 1]);
+    for (size_t i = 1; i < used; ++i) {
+      float ms = 0.0f;
+      if (interval[i].first < 0 || cudaEventElapsedTime(&ms, events[i - 1], events[i]) != cudaSuccess) continue;
+      EncoderStageTime& st = stages[interval[i].first];
+      st.ms += ms;
+      st.flops += interval[i].second;
+      ++st.calls;
+    }
+    used = 0;
+  }
+};
+
+void GpuVideoEncoder::set_profiling(bool on) { profiler_->on = on; }
+std::vector<EncoderStageTime> GpuVideoEncoder::stage_times() const { return profiler_->stages; }
+void GpuVideoEncoder::reset_stage_times() {
+  profiler_->stages.clear();
+  profiler_->index.clear();
+}
+void GpuVideoEncoder::mark(const char* stage, double flops) {
+  if (profiler_->on) profiler_->record(stream_, stage, flops);
+}
 
 // The device copy of the weights has the host struct's layout, with CUDA tensors. A single frame
 // sees two causal zero frames and itself, so a 3x3x3 conv of it is exactly the 1x3x3 conv with the
@@ -104,7 +188,8 @@ size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileS
 }
 
 Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVaeConfig& config, int device,
-                                                                   const EncoderTileShape& max_tile, cuda::ConvMath math) {
+                                                                   const EncoderTileShape& max_tile,
+                                                                   const GpuEncoderOptions& options) {
   OROCHI_RETURN_IF_ERROR(config.validate().with_context("video VAE config"));
   OROCHI_RETURN_IF_ERROR(config.validate_encoder().with_context("video VAE config"));
   if (max_tile.frames < 1 || max_tile.height < 1 || max_tile.width < 1 || max_tile.frames > config.clip_length)
@@ -113,11 +198,14 @@ Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVa
                             " is not one the encoder meets (use max_tile_shape())");
   std::unique_ptr<GpuVideoEncoder> e(new GpuVideoEncoder());
   e->config_ = config;
+  e->options_ = options;
   e->device_ = device;
+  e->profiler_ = std::make_unique<Profiler>();
   e->max_tile_ = max_tile;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
-  OROCHI_ASSIGN_OR_RETURN(e->conv_, cuda::Conv3dRunner::create(e->stream_, math));
+  OROCHI_ASSIGN_OR_RETURN(e->conv_, cuda::Conv3dRunner::create(e->stream_, options.math));
+  e->conv_->set_autotune(options.autotune);
   OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
                           cuda::DeviceArena::create(device, weight_arena_bytes(config), "video VAE encoder weights"));
   OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
@@ -136,6 +224,7 @@ GpuVideoEncoder::~GpuVideoEncoder() {
   conv_.reset();  // the cuDNN handle is bound to the stream
   weights_.reset();
   buf_.reset();
+  profiler_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -154,13 +243,20 @@ Status GpuVideoEncoder::upload(const EncoderWeights& host) {
     OROCHI_ASSIGN_OR_RETURN(t, cuda::upload(t, *weight_arena_, DType::kF32, stream_));
     return Status::ok();
   };
+  const bool channels_last = options_.path == EncoderPath::kFusedNdhwc;
   auto put_conv = [&](Conv3dWeights& c) -> Status {
+    const bool round = &c == &w->conv_in;
     if (c.weight.defined() && c.weight.dim(2) == 3) {
       Tensor tap = last_temporal_tap(c.weight);
+      if (channels_last) {
+        tap = channels_last_kernel(tap, round);
+        c.weight = channels_last_kernel(c.weight, round);
+      }
       OROCHI_RETURN_IF_ERROR(put(tap));
       OROCHI_RETURN_IF_ERROR(put(c.weight));
       w->last_tap[c.weight.raw_data()] = tap;
     } else {
+      if (channels_last && c.weight.defined()) c.weight = channels_last_kernel(c.weight, round);
       OROCHI_RETURN_IF_ERROR(put(c.weight));
     }
     return put(c.bias);
@@ -205,7 +301,7 @@ Tensor device_view(void* p, const Shape& shape, int device, const std::shared_pt
 
 Expected<Tensor> GpuVideoEncoder::padded_conv(const Conv3dWeights& c, const Tensor& x, int64_t front, int64_t top,
                                               int64_t bottom, int64_t left, int64_t right, int64_t stride_t,
-                                              int64_t stride_s, void* out) {
+                                              int64_t stride_s, void* out, const char* stage) {
   const int64_t C = x.dim(0), T = x.dim(1), H = x.dim(2), W = x.dim(3);
   Conv3dWeights kernel = c;
   if (T == 1 && front == 2 && c.weight.dim(2) == 3) {  // [0, 0, x]: only the last temporal tap sees data
@@ -217,12 +313,14 @@ Expected<Tensor> GpuVideoEncoder::padded_conv(const Conv3dWeights& c, const Tens
   if (front + top + bottom + left + right > 0) {
     padded = device_view(buf_->region[3], padded_shape, device_, activation_arena_);
     OROCHI_RETURN_IF_ERROR(cuda::encoder_pad(x, front, top, bottom, left, right, padded, stream_));
+    mark("pad copy");
   }
   const int64_t kt = kernel.weight.dim(2), kh = kernel.weight.dim(3), kw = kernel.weight.dim(4);
   const Shape out_shape = {kernel.weight.dim(0), (padded_shape[1] - kt) / stride_t + 1, (padded_shape[2] - kh) / stride_s + 1,
                            (padded_shape[3] - kw) / stride_s + 1};
   Tensor y = device_view(out, out_shape, device_, activation_arena_);
   OROCHI_RETURN_IF_ERROR(conv(kernel, padded, stride_t, stride_s, y));
+  mark(stage, conv_flops(kernel.weight, y));
   return y;
 }
 
@@ -230,6 +328,7 @@ Expected<Tensor> GpuVideoEncoder::norm(const GroupNormWeights& n, const Tensor& 
   Tensor y = device_view(out, x.shape(), device_, activation_arena_);
   OROCHI_RETURN_IF_ERROR(cuda::group_norm_frames(x, n.weight, n.bias, config_.norm_num_groups,
                                                  static_cast<float>(config_.norm_eps), silu, y, stream_));
+  mark("norm");
   return y;
 }
 
@@ -244,40 +343,160 @@ Expected<Tensor> GpuVideoEncoder::encode_tile(const Tensor& x) {
                             std::to_string(max_tile_.width) + "): create it with max_tile_shape() of the input");
   OROCHI_RETURN_IF_ERROR(check_frame_size(config_, x.dim(2), x.dim(3)));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  if (options_.path != EncoderPath::kPaddedCopies) return encode_tile_fused(x);
   const EncoderWeights& w = *weights_;
   void** r = buf_->region;
+  mark(nullptr);  // the tile's first event
   // Buffers: r[0] the state h, r[1] normed / shortcut, r[2] conv output, r[3] padded copies.
   Tensor input = device_view(r[1], x.shape(), device_, activation_arena_);
   OROCHI_RETURN_IF_ERROR(cuda::upload_into(x.contiguous(), input, stream_));
-  OROCHI_ASSIGN_OR_RETURN(Tensor h, padded_conv(w.conv_in, input, 2, 1, 1, 1, 1, 1, 1, r[0]));  // [C0, T, H, W]
-  for (const EncoderLevelWeights& level : w.levels) {
+  mark("upload");
+  OROCHI_ASSIGN_OR_RETURN(Tensor h, padded_conv(w.conv_in, input, 2, 1, 1, 1, 1, 1, 1, r[0], "conv_in"));  // [C0, T, H, W]
+  for (size_t li = 0; li < w.levels.size(); ++li) {
+    const EncoderLevelWeights& level = w.levels[li];
+    const char* const conv_stage = kConvStages[std::min<size_t>(li, std::size(kConvStages) - 1)];
     for (const EncoderResnetWeights& res : level.resnets) {
       OROCHI_ASSIGN_OR_RETURN(Tensor n1, norm(res.norm1, h, true, r[1]));
-      OROCHI_ASSIGN_OR_RETURN(Tensor c1, padded_conv(res.conv1, n1, 2, 1, 1, 1, 1, 1, 1, r[2]));
+      OROCHI_ASSIGN_OR_RETURN(Tensor c1, padded_conv(res.conv1, n1, 2, 1, 1, 1, 1, 1, 1, r[2], conv_stage));
       OROCHI_ASSIGN_OR_RETURN(Tensor n2, norm(res.norm2, c1, true, r[1]));
-      OROCHI_ASSIGN_OR_RETURN(Tensor c2, padded_conv(res.conv2, n2, 2, 1, 1, 1, 1, 1, 1, r[2]));  // [Cout, T, H, W]
+      OROCHI_ASSIGN_OR_RETURN(Tensor c2, padded_conv(res.conv2, n2, 2, 1, 1, 1, 1, 1, 1, r[2], conv_stage));  // [Cout, T, H, W]
       if (res.shortcut.weight.defined()) {
-        OROCHI_ASSIGN_OR_RETURN(Tensor sc, padded_conv(res.shortcut, h, 0, 0, 0, 0, 0, 1, 1, r[1]));
+        OROCHI_ASSIGN_OR_RETURN(Tensor sc, padded_conv(res.shortcut, h, 0, 0, 0, 0, 0, 1, 1, r[1], "shortcut 1x1x1"));
         OROCHI_RETURN_IF_ERROR(cuda::add_into(sc, c2, stream_));  // shortcut(x) + h
         std::swap(r[0], r[1]);
         h = sc;
       } else {
         OROCHI_RETURN_IF_ERROR(cuda::add_into(h, c2, stream_));  // x + h
       }
+      mark("residual / bias");
     }
     if (level.has_downsample()) {
       // A stride-2 level reflect-pads one pixel at the bottom and right; the conv has no spatial padding.
       const int64_t extra = level.spatial_stride == 2 ? 1 : 0;
       OROCHI_ASSIGN_OR_RETURN(Tensor d, padded_conv(level.downsample, h, 2, 0, extra, 0, extra, level.temporal_stride,
-                                                    level.spatial_stride, r[2]));
+                                                    level.spatial_stride, r[2], "downsample"));
       std::swap(r[0], r[2]);
       h = d;
     }
   }
   OROCHI_ASSIGN_OR_RETURN(Tensor n, norm(w.norm_out, h, true, r[1]));
-  OROCHI_ASSIGN_OR_RETURN(Tensor out, padded_conv(w.conv_out, n, 2, 1, 1, 1, 1, 1, 1, r[2]));  // [2L, T', h, w]
-  OROCHI_ASSIGN_OR_RETURN(Tensor moments, padded_conv(w.quant_conv, out, 0, 0, 0, 0, 0, 1, 1, r[0]));
-  return cuda::download(moments, stream_);
+  OROCHI_ASSIGN_OR_RETURN(Tensor out, padded_conv(w.conv_out, n, 2, 1, 1, 1, 1, 1, 1, r[2], "conv_out + quant_conv"));  // [2L, T', h, w]
+  OROCHI_ASSIGN_OR_RETURN(Tensor moments, padded_conv(w.quant_conv, out, 0, 0, 0, 0, 0, 1, 1, r[0], "conv_out + quant_conv"));
+  Expected<Tensor> host = cuda::download(moments, stream_);
+  mark("download");
+  if (profiler_->on) profiler_->collect();
+  return host;
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_tile_fused(const Tensor& x) {
+  using cuda::VideoLayout;
+  const VideoLayout L = options_.path == EncoderPath::kFusedNdhwc ? VideoLayout::kNdhwc : VideoLayout::kNcdhw;
+  const bool cl = L == VideoLayout::kNdhwc;
+  const EncoderWeights& w = *weights_;
+  void** r = buf_->region;
+  const int64_t groups = config_.norm_num_groups;
+  const float eps = static_cast<float>(config_.norm_eps);
+  const int64_t T = x.dim(1), H = x.dim(2), W = x.dim(3);
+  // A single frame sees two causal zero frames and itself: every 3-tap kernel runs as its last tap on
+  // the unpadded frame (as padded_conv does), so no zero frames are written either.
+  const bool single = T == 1;
+  const int64_t front = single ? 0 : 2;
+  auto view = [&](void* p, int64_t C, int64_t t, int64_t hh, int64_t ww) {
+    return device_view(p, cuda::video_shape(L, C, t, hh, ww), device_, activation_arena_);
+  };
+  // The kernel a conv runs (the last temporal tap for a single frame) and its sizes.
+  auto kernel_of = [&](const Conv3dWeights& c) -> const Tensor& {
+    const int64_t kt = cl ? c.weight.dim(1) : c.weight.dim(2);
+    return single && kt == 3 ? weights_->last_tap.at(c.weight.raw_data()) : c.weight;
+  };
+  // y = conv(x) without its bias (folded into whatever reads y next), into buffer `out`.
+  auto conv_into = [&](const Conv3dWeights& c, const Tensor& in, int64_t st, int64_t ss, void* out,
+                       const char* stage) -> Expected<Tensor> {
+    const Tensor& k = kernel_of(c);
+    const cuda::VideoDims d = cuda::video_dims(in, L);
+    const int64_t kt = cl ? k.dim(1) : k.dim(2), kh = cl ? k.dim(2) : k.dim(3), kw = cl ? k.dim(3) : k.dim(4);
+    Tensor y = view(out, k.dim(0), (d.T - kt) / st + 1, (d.H - kh) / ss + 1, (d.W - kw) / ss + 1);
+    OROCHI_RETURN_IF_ERROR(conv_->forward(in, k, Tensor(), st, ss, y, *activation_arena_, L));
+    mark(stage, conv_flops(k, y));
+    return y;
+  };
+  // The tile arrives [3, T, H, W]; conv_in reads it padded (and channels last with zero channels up to
+  // its kernel's input width).
+  Tensor input = device_view(r[2], x.shape(), device_, activation_arena_);
+  mark(nullptr);
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(x.contiguous(), input, stream_));
+  mark("upload");
+  const int64_t in_channels = cl ? w.conv_in.weight.dim(4) : w.conv_in.weight.dim(1);
+  Tensor padded_in = view(r[1], in_channels, T + front, H + 2, W + 2);
+  OROCHI_RETURN_IF_ERROR(
+      cuda::encoder_pad_to(input, VideoLayout::kNcdhw, Tensor(), front, 1, 1, 1, 1, padded_in, L, stream_));
+  mark("pad copy");
+  OROCHI_ASSIGN_OR_RETURN(Tensor h, conv_into(w.conv_in, padded_in, 1, 1, r[0], "conv_in"));
+  Tensor h_bias = w.conv_in.bias;  // h's bias, not yet added (undefined once it is)
+  auto settle = [&]() -> Status {  // add h's pending bias in place
+    if (!h_bias.defined()) return Status::ok();
+    OROCHI_RETURN_IF_ERROR(cuda::bias_residual(h, h_bias, Tensor(), Tensor(), L, h, stream_));
+    h_bias = Tensor();
+    mark("residual / bias");
+    return Status::ok();
+  };
+  // GroupNorm(x + bias) + SiLU written straight into the padded input of the 3x3x3 conv that follows.
+  auto norm_padded = [&](const GroupNormWeights& n, const Tensor& in, const Tensor& in_bias) -> Expected<Tensor> {
+    const cuda::VideoDims d = cuda::video_dims(in, L);
+    Tensor p = view(r[1], d.C, d.T + front, d.H + 2, d.W + 2);
+    OROCHI_RETURN_IF_ERROR(cuda::group_norm_pad(in, in_bias, n.weight, n.bias, groups, eps, true, L, front, 1, p, stream_));
+    mark("norm + pad");
+    return p;
+  };
+  for (size_t li = 0; li < w.levels.size(); ++li) {
+    const EncoderLevelWeights& level = w.levels[li];
+    const char* const conv_stage = kConvStages[std::min<size_t>(li, std::size(kConvStages) - 1)];
+    for (const EncoderResnetWeights& res : level.resnets) {
+      if (res.shortcut.weight.defined()) OROCHI_RETURN_IF_ERROR(settle());  // the shortcut conv reads h itself
+      OROCHI_ASSIGN_OR_RETURN(Tensor p1, norm_padded(res.norm1, h, h_bias));
+      OROCHI_ASSIGN_OR_RETURN(Tensor c1, conv_into(res.conv1, p1, 1, 1, r[2], conv_stage));
+      OROCHI_ASSIGN_OR_RETURN(Tensor p2, norm_padded(res.norm2, c1, res.conv1.bias));
+      OROCHI_ASSIGN_OR_RETURN(Tensor c2, conv_into(res.conv2, p2, 1, 1, r[2], conv_stage));
+      if (res.shortcut.weight.defined()) {
+        OROCHI_ASSIGN_OR_RETURN(Tensor sc, conv_into(res.shortcut, h, 1, 1, r[3], "shortcut 1x1x1"));
+        // shortcut(x) + h, each with its bias: (sc + b_sc) + (c2 + b2)
+        OROCHI_RETURN_IF_ERROR(cuda::bias_residual(sc, res.shortcut.bias, c2, res.conv2.bias, L, sc, stream_));
+        std::swap(r[0], r[3]);
+        h = sc;
+      } else {
+        OROCHI_RETURN_IF_ERROR(cuda::bias_residual(h, h_bias, c2, res.conv2.bias, L, h, stream_));  // x + h
+      }
+      h_bias = Tensor();
+      mark("residual / bias");
+    }
+    if (level.has_downsample()) {
+      OROCHI_RETURN_IF_ERROR(settle());
+      const int64_t extra = level.spatial_stride == 2 ? 1 : 0;
+      const cuda::VideoDims d = cuda::video_dims(h, L);
+      Tensor p = view(r[1], d.C, d.T + front, d.H + extra, d.W + extra);
+      OROCHI_RETURN_IF_ERROR(cuda::encoder_pad_to(h, L, Tensor(), front, 0, extra, 0, extra, p, L, stream_));
+      mark("pad copy");
+      OROCHI_ASSIGN_OR_RETURN(Tensor dn, conv_into(level.downsample, p, level.temporal_stride, level.spatial_stride,
+                                                   r[2], "downsample"));
+      std::swap(r[0], r[2]);
+      h = dn;
+      h_bias = level.downsample.bias;
+    }
+  }
+  OROCHI_ASSIGN_OR_RETURN(Tensor pn, norm_padded(w.norm_out, h, h_bias));
+  OROCHI_ASSIGN_OR_RETURN(Tensor out, conv_into(w.conv_out, pn, 1, 1, r[2], "conv_out + quant_conv"));
+  OROCHI_RETURN_IF_ERROR(cuda::bias_residual(out, w.conv_out.bias, Tensor(), Tensor(), L, out, stream_));
+  OROCHI_ASSIGN_OR_RETURN(Tensor q, conv_into(w.quant_conv, out, 1, 1, r[0], "conv_out + quant_conv"));
+  // quant_conv's bias added on the way back to [2·latent, T', h, w].
+  const cuda::VideoDims qd = cuda::video_dims(q, L);
+  Tensor moments = device_view(r[3], {qd.C, qd.T, qd.H, qd.W}, device_, activation_arena_);
+  OROCHI_RETURN_IF_ERROR(
+      cuda::encoder_pad_to(q, L, w.quant_conv.bias, 0, 0, 0, 0, 0, moments, VideoLayout::kNcdhw, stream_));
+  mark("residual / bias");
+  Expected<Tensor> host = cuda::download(moments, stream_);
+  mark("download");
+  if (profiler_->on) profiler_->collect();
+  return host;
 }
 
 Expected<Tensor> GpuVideoEncoder::encode_moments(const Tensor& x, const EncodeOptions& options) {

@@ -8,6 +8,14 @@
 //   enc->encode_moments(pixels, options)   // host f32 [3, F, H, W] -> host [2·latent, T, H/r, W/r]
 //   enc->encode_condition(u8, options)     // the pipeline's whole recipe (encoder_posterior.h)
 //
+// Paths (GpuEncoderOptions::path, chosen at create()): kPaddedCopies is the first version (NCDHW,
+// an explicit padded copy before every conv, separate GroupNorm, cuDNN's bias add, a residual add);
+// the fused paths write each conv's padded input directly from the GroupNorm that precedes it (the
+// reflect border and zero frames included), fold every conv bias into the next read (GroupNorm
+// input, residual sum, output relayout), and differ in layout: NCDHW, or channels last (NDHWC)
+// where cuDNN's TF32 tensor-core kernels read the activations without transposing. The arithmetic
+// is the same up to the convolutions' own summation order (fp32 sums in the same order elsewhere).
+//
 // Precision: fp32 activations and weights; the convolutions use TF32 tensor cores by default, as
 // the reference does (torch's default cudnn.allow_tf32 = True on an fp32 encode), or plain fp32
 // FMAs with ConvMath::kF32 (for comparisons with the CPU reference). GroupNorm statistics in fp32
@@ -23,6 +31,8 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/ops_conv3d.h"
@@ -38,6 +48,25 @@ struct EncoderTileShape {
 Expected<EncoderTileShape> max_tile_shape(const VideoVaeConfig& config, const EncodeOptions& options, int64_t frames,
                                           int64_t height, int64_t width);
 
+enum class EncoderPath { kPaddedCopies, kFusedNcdhw, kFusedNdhwc };
+const char* encoder_path_name(EncoderPath path);
+
+struct GpuEncoderOptions {
+  cuda::ConvMath math = cuda::ConvMath::kTf32;
+  EncoderPath path = EncoderPath::kPaddedCopies;
+  // Time cuDNN's algorithms per conv shape on first use and keep the fastest (Conv3dRunner's
+  // autotune: faster, but runs may differ in the last bits).
+  bool autotune = false;
+};
+
+// GPU time per stage of the tiles encoded while profiling was on (CUDA events around every op),
+// with the convolutions' multiply-add FLOPs (2 per MAC) where the stage is a conv.
+struct EncoderStageTime {
+  std::string name;
+  double ms = 0.0, flops = 0.0;
+  int64_t calls = 0;
+};
+
 // Bytes of the activation arena for tiles up to `tile` (cuDNN workspace allowance included).
 size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile);
 
@@ -45,7 +74,14 @@ class GpuVideoEncoder {
  public:
   static Expected<std::unique_ptr<GpuVideoEncoder>> create(const VideoVaeConfig& config, int device,
                                                            const EncoderTileShape& max_tile,
-                                                           cuda::ConvMath math = cuda::ConvMath::kTf32);
+                                                           const GpuEncoderOptions& options);
+  static Expected<std::unique_ptr<GpuVideoEncoder>> create(const VideoVaeConfig& config, int device,
+                                                           const EncoderTileShape& max_tile,
+                                                           cuda::ConvMath math = cuda::ConvMath::kTf32) {
+    GpuEncoderOptions o;
+    o.math = math;
+    return create(config, device, max_tile, o);
+  }
   ~GpuVideoEncoder();
   GpuVideoEncoder(const GpuVideoEncoder&) = delete;
   GpuVideoEncoder& operator=(const GpuVideoEncoder&) = delete;
@@ -67,6 +103,14 @@ class GpuVideoEncoder {
   // autotune: faster, but runs may differ in the last bits). Off by default.
   void set_conv_autotune(bool on) { conv_->set_autotune(on); }
 
+  // Per-stage CUDA-event timing of every tile encoded while on (off by default: it records ~60 events
+  // per tile and reads them back after each tile's download).
+  void set_profiling(bool on);
+  std::vector<EncoderStageTime> stage_times() const;  // in first-seen order
+  void reset_stage_times();
+
+  const GpuEncoderOptions& options() const { return options_; }
+
   const VideoVaeConfig& config() const { return config_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
@@ -77,13 +121,19 @@ class GpuVideoEncoder {
   GpuVideoEncoder() = default;
   struct DeviceWeights;  // gpu_encoder.cpp
   struct Buffers;
+  struct Profiler;
+  Expected<Tensor> encode_tile_fused(const Tensor& x);
+  // Ends a stage: everything enqueued since the previous mark is `stage`'s (no-op when not profiling).
+  void mark(const char* stage, double flops = 0.0);
   Status conv(const Conv3dWeights& c, const Tensor& x, int64_t stride_t, int64_t stride_s, const Tensor& y);
   // The padded copy of x in the pad buffer, then the conv into `out` (a buffer); returns the output view.
   Expected<Tensor> padded_conv(const Conv3dWeights& c, const Tensor& x, int64_t front, int64_t top, int64_t bottom,
-                               int64_t left, int64_t right, int64_t stride_t, int64_t stride_s, void* out);
+                               int64_t left, int64_t right, int64_t stride_t, int64_t stride_s, void* out,
+                               const char* stage);
   Expected<Tensor> norm(const GroupNormWeights& n, const Tensor& x, bool silu, void* out);
 
   VideoVaeConfig config_;
+  GpuEncoderOptions options_;
   int device_ = 0;
   EncoderTileShape max_tile_;
   cudaStream_t stream_ = nullptr;
@@ -91,6 +141,7 @@ class GpuVideoEncoder {
   std::unique_ptr<cuda::Conv3dRunner> conv_;
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Buffers> buf_;
+  std::unique_ptr<Profiler> profiler_;
   bool has_weights_ = false;
 };
 
