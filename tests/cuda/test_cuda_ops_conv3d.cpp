@@ -207,6 +207,33 @@ TEST_F(EncoderGpuOps, PadToEveryLayoutWithBiasAndZeroChannelsIsBitExact) {
       }
 }
 
+TEST_F(EncoderGpuOps, TilePadCutsAndPadsTheHostsTileBitForBit) {
+  struct Case {
+    Shape clip;
+    int64_t y0, x0, h, w, front, pad, extra_channels;
+  };
+  for (const Case& c : {Case{{3, 3, 20, 28}, 4, 8, 16, 16, 2, 1, 1}, Case{{3, 1, 12, 10}, 0, 0, 12, 10, 0, 1, 1},
+                        Case{{2, 2, 9, 11}, 5, 2, 4, 9, 2, 1, 0}, Case{{3, 2, 8, 8}, 3, 3, 5, 5, 0, 0, 0}})
+    for (VideoLayout out : kLayouts) {
+      const size_t mark = arena().mark();
+      const Tensor clip = random_f32_values(c.clip);
+      const Tensor tile = clip.slice(2, c.y0, c.y0 + c.h).slice(3, c.x0, c.x0 + c.w).contiguous();
+      const Tensor want = with_zero_channels(cpu_pad(tile, c.front, c.pad, c.pad, c.pad, c.pad), c.clip[0] + c.extra_channels);
+      ASSERT_OK_AND_ASSIGN(Tensor dclip, cuda::upload(clip, arena(), DType::kF32, stream()));
+      ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(cuda::video_shape(out, want.dim(0), want.dim(1), want.dim(2),
+                                                                       want.dim(3)),
+                                                     DType::kF32));
+      ASSERT_STATUS_OK(poison(dy, stream()));
+      ASSERT_STATUS_OK(cuda::encoder_tile_pad(dclip, c.y0, c.x0, c.h, c.w, c.front, c.pad, dy, out, stream()));
+      const Tensor got = from_layout(to_host_f32(dy, stream()), out);
+      const std::string name = shape_to_string(c.clip) + " tile " + std::to_string(c.y0) + "," + std::to_string(c.x0) +
+                               " " + cuda::layout_name(out);
+      check_case("encoder_tile_pad", name, got, want, 0.0);
+      EXPECT_EQ(std::memcmp(got.data<float>(), want.data<float>(), want.nbytes()), 0) << name;
+      arena().reset(mark);
+    }
+}
+
 TEST_F(EncoderGpuOps, GroupNormPadMatchesGroupNormThenPadInBothLayouts) {
   struct Case {
     Shape shape;

@@ -6,7 +6,7 @@
 //   also fp32 vs fp32 (bound 1e-3, the issue's); moments and latents rel L2, seconds side by side (goal
 //   <= 0.7x), planned memory.
 //   Then every GPU path (GpuEncoderOptions: padded copies, fused NCDHW, fused NDHWC, fused NDHWC
-//   autotuned) on the same inputs, moments only: seconds, ratio, rel L2, GPU time per stage (CUDA
+//   autotuned, each NDHWC also with device tiles) on the same inputs, moments only: seconds, ratio, rel L2, GPU time per stage (CUDA
 //   events) and the host's share, and which path wins; the fused paths also in fp32 on the image
 //   (bound 1e-3: the layout code checked at full size).
 #include <algorithm>
@@ -126,15 +126,22 @@ TEST_F(EncoderFull, EveryGpuPathTimedSideBySide) {
     std::string name;
     GpuEncoderOptions o;
   };
-  auto variant = [](EncoderPath path, bool autotune, cuda::ConvMath math = cuda::ConvMath::kTf32) {
+  auto variant = [](EncoderPath path, bool autotune, cuda::ConvMath math = cuda::ConvMath::kTf32,
+                    bool device_tiles = false) {
     GpuEncoderOptions o;
     o.path = path;
     o.autotune = autotune;
     o.math = math;
-    return Variant{std::string(h3vae::gpu::encoder_path_name(path)) + (autotune ? " autotuned" : ""), o};
+    o.device_tiles = device_tiles;
+    return Variant{std::string(h3vae::gpu::encoder_path_name(path)) + (autotune ? " autotuned" : "") +
+                       (device_tiles ? " dev-tiles" : ""),
+                   o};
   };
+  const cuda::ConvMath tf = cuda::ConvMath::kTf32;
   const std::vector<Variant> tf32 = {variant(EncoderPath::kPaddedCopies, false), variant(EncoderPath::kFusedNcdhw, false),
-                                     variant(EncoderPath::kFusedNdhwc, false), variant(EncoderPath::kFusedNdhwc, true)};
+                                     variant(EncoderPath::kFusedNdhwc, false), variant(EncoderPath::kFusedNdhwc, true),
+                                     variant(EncoderPath::kFusedNdhwc, false, tf, true),
+                                     variant(EncoderPath::kFusedNdhwc, true, tf, true)};
   const std::vector<Variant> fp32 = {variant(EncoderPath::kFusedNcdhw, false, cuda::ConvMath::kF32),
                                      variant(EncoderPath::kFusedNdhwc, false, cuda::ConvMath::kF32)};
   struct Input {
@@ -182,7 +189,7 @@ TEST_F(EncoderFull, EveryGpuPathTimedSideBySide) {
       const testing::Comparison cm = testing::compare(*moments, ref_moments);
       double gpu_ms = 0.0;
       for (const h3vae::gpu::EncoderStageTime& t : e.stage_times()) gpu_ms += t.ms;
-      const double planned_gib = (e.weight_bytes() + h3vae::gpu::encoder_activation_bytes(w->config, tile)) /
+      const double planned_gib = (e.weight_bytes() + h3vae::gpu::encoder_activation_bytes(w->config, tile, v.o)) /
                                  static_cast<double>(size_t{1} << 30);
       std::printf("[encoder-path] %-24s %-26s %8.3f s  ratio %.3f  moments rel_l2=%.3e | GPU %.3f s, host %.3f s | "
                   "planned %.2f GiB, activations peak %.2f GiB\n",

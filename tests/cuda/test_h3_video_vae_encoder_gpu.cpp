@@ -43,13 +43,15 @@ class EncoderGpu : public GpuTest {
   }
   std::unique_ptr<GpuVideoEncoder> make(const h3vae::EncodeOptions& options, int64_t F, int64_t H, int64_t W,
                                         cuda::ConvMath math,
-                                        h3vae::gpu::EncoderPath path = h3vae::gpu::EncoderPath::kPaddedCopies) {
+                                        h3vae::gpu::EncoderPath path = h3vae::gpu::EncoderPath::kPaddedCopies,
+                                        bool device_tiles = false) {
     auto shape = h3vae::gpu::max_tile_shape(weights_.config, options, F, H, W);
     EXPECT_TRUE(shape.has_value()) << shape.status().to_string();
     if (!shape) return nullptr;
     h3vae::gpu::GpuEncoderOptions o;
     o.math = math;
     o.path = path;
+    o.device_tiles = device_tiles;
     auto enc = GpuVideoEncoder::create(weights_.config, 0, *shape, o);
     EXPECT_TRUE(enc.has_value()) << enc.status().to_string();
     if (!enc) return nullptr;
@@ -75,16 +77,22 @@ TEST_F(EncoderGpu, MomentsMatchTheCpuReference) {
     Expected<Tensor> want = h3vae::encode_moments(weights_, *x, c.options);
     ASSERT_TRUE(want.has_value()) << want.status().to_string();
     for (h3vae::gpu::EncoderPath path : kPaths)
-      for (cuda::ConvMath math : {cuda::ConvMath::kF32, cuda::ConvMath::kTf32}) {
-        auto enc = make(c.options, c.F, c.H, c.W, math, path);
-        ASSERT_NE(enc, nullptr);
-        enc->set_profiling(true);  // the stage timing must not change a result
-        Expected<Tensor> got = enc->encode_moments(*x, c.options);
-        ASSERT_TRUE(got.has_value()) << got.status().to_string();
-        EXPECT_FALSE(enc->stage_times().empty());
-        const bool f32 = math == cuda::ConvMath::kF32;
-        check_case(f32 ? "encoder_fp32" : "encoder_tf32",
-                   std::string(c.name) + ", " + h3vae::gpu::encoder_path_name(path), *got, *want, f32 ? 1e-5 : 1e-2);
+      for (bool device_tiles : {false, true}) {
+        if (device_tiles && path == h3vae::gpu::EncoderPath::kPaddedCopies) continue;
+        for (cuda::ConvMath math : {cuda::ConvMath::kF32, cuda::ConvMath::kTf32}) {
+          auto enc = make(c.options, c.F, c.H, c.W, math, path, device_tiles);
+          ASSERT_NE(enc, nullptr);
+          enc->set_profiling(true);  // the stage timing must not change a result
+          Expected<Tensor> got = enc->encode_moments(*x, c.options);
+          ASSERT_TRUE(got.has_value()) << got.status().to_string();
+          ASSERT_EQ(got->shape(), want->shape());
+          EXPECT_FALSE(enc->stage_times().empty());
+          const bool f32 = math == cuda::ConvMath::kF32;
+          check_case(f32 ? "encoder_fp32" : "encoder_tf32",
+                     std::string(c.name) + ", " + h3vae::gpu::encoder_path_name(path) +
+                         (device_tiles ? ", device tiles" : ""),
+                     *got, *want, f32 ? 1e-5 : 1e-2);
+        }
       }
   }
 }
@@ -115,6 +123,14 @@ TEST_F(EncoderGpu, BadInputIsAnError) {
   ASSERT_FALSE(big.has_value());
   EXPECT_NE(big.status().message().find("larger than"), std::string::npos) << big.status().to_string();
   EXPECT_FALSE(enc->encode_moments(Tensor::empty({3, 1, 12, 24}, DType::kF32)).has_value());
+  // Device tiles: the input must fit the planned clip, and the padded-copies path cannot take them.
+  auto dev = make({}, 1, 32, 24, cuda::ConvMath::kF32, h3vae::gpu::EncoderPath::kFusedNdhwc, true);
+  ASSERT_NE(dev, nullptr);
+  EXPECT_FALSE(dev->encode_moments(Tensor::empty({3, 1, 48, 24}, DType::kF32)).has_value());
+  EXPECT_FALSE(dev->encode_moments(Tensor::empty({3, 2, 32, 24}, DType::kF32)).has_value());
+  h3vae::gpu::GpuEncoderOptions legacy;
+  legacy.device_tiles = true;
+  EXPECT_FALSE(GpuVideoEncoder::create(weights_.config, 0, {1, 32, 24, 32, 24}, legacy).has_value());
   auto none = GpuVideoEncoder::create(weights_.config, 0, {1, 32, 24}, cuda::ConvMath::kF32);
   ASSERT_TRUE(none.has_value());
   EXPECT_FALSE((*none)->encode_tile(Tensor::empty({3, 1, 32, 24}, DType::kF32)).has_value()) << "no weights yet";

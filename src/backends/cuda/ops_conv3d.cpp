@@ -121,6 +121,27 @@ Status encoder_pad_to(const Tensor& x, VideoLayout in_layout, const Tensor& bias
       "encoder_pad_to kernel");
 }
 
+Status encoder_tile_pad(const Tensor& clip, int64_t y0, int64_t x0, int64_t h, int64_t w, int64_t front_t, int64_t pad,
+                        const Tensor& out, VideoLayout out_layout, cudaStream_t stream) {
+  require_video(clip, "encoder_tile_pad clip");
+  require_video(out, "encoder_tile_pad output");
+  const int64_t C = clip.dim(0), T = clip.dim(1), Hc = clip.dim(2), Wc = clip.dim(3);
+  const VideoDims o = video_dims(out, out_layout);
+  OROCHI_CHECK(y0 >= 0 && x0 >= 0 && h >= 1 && w >= 1 && y0 + h <= Hc && x0 + w <= Wc && pad >= 0 && pad < h &&
+                   pad < w && front_t >= 0,
+               "encoder_tile_pad: tile at ", y0, ",", x0, " of ", h, "x", w, ", pad ", pad, " in clip ",
+               clip.describe());
+  OROCHI_CHECK(o.C >= C && o.T == T + front_t && o.H == h + 2 * pad && o.W == w + 2 * pad, "encoder_tile_pad: output ",
+               out.describe(), " (", layout_name(out_layout), ") for a ", h, "x", w, " tile of ", clip.describe());
+  OROCHI_CHECK(out.numel() < kMax32 && clip.numel() < kMax32, "encoder_tile_pad: 2^31 elements or more");
+  detail::require_same_device(clip, out, "encoder_tile_pad");
+  return detail::launch_status(
+      kernels::launch_encoder_window_pad(f32_data(clip), false, nullptr, f32_data(out),
+                                         out_layout == VideoLayout::kNdhwc, C, o.C, T, Hc, Wc, y0, x0, h, w, front_t,
+                                         pad, pad, pad, pad, stream),
+      "encoder_tile_pad kernel");
+}
+
 Status group_norm_pad(const Tensor& x, const Tensor& in_bias, const Tensor& weight, const Tensor& bias, int64_t groups,
                       float eps, bool silu, VideoLayout layout, int64_t front, int64_t pad, const Tensor& out,
                       cudaStream_t stream) {

@@ -55,6 +55,12 @@ Shape video_shape(VideoLayout layout, int64_t C, int64_t T, int64_t H, int64_t W
 Status encoder_pad_to(const Tensor& x, VideoLayout in_layout, const Tensor& bias, int64_t front_t, int64_t top,
                       int64_t bottom, int64_t left, int64_t right, const Tensor& out, VideoLayout out_layout,
                       cudaStream_t stream);
+// A spatial tile of a device-resident clip, padded for conv_in: out [Co >= C, front_t + T, h + 2·pad,
+// w + 2·pad] in `out_layout` = tile rows y0 + [0, h), columns x0 + [0, w) of clip [C, T, Hc, Wc]
+// (NCDHW), reflect-padded by `pad` inside the tile (the reference encodes every tile on its own),
+// with zero front frames and zero channels c >= C. The tile the host would slice, cut on the GPU.
+Status encoder_tile_pad(const Tensor& clip, int64_t y0, int64_t x0, int64_t h, int64_t w, int64_t front_t, int64_t pad,
+                        const Tensor& out, VideoLayout out_layout, cudaStream_t stream);
 // The pad that follows a GroupNorm, fused into it: out [C, front + T, H + 2·pad, W + 2·pad] gets
 // GroupNorm(x + in_bias[c]) per frame (+ SiLU) in its interior, the reflect border of `pad` (0 or 1)
 // and `front` zero frames; x [C, T, H, W], both in `layout`; in_bias optional (a conv's bias

@@ -95,9 +95,12 @@ __device__ __forceinline__ int64_t video_offset(bool channels_last, int c, int t
 __device__ __forceinline__ int mirror32(int i, int n) { return i < 0 ? -i : (i >= n ? 2 * (n - 1) - i : i); }
 
 // One thread per output element, in the output's memory order.
+// x is read through a window: rows y0 + [0, H), columns x0 + [0, W) of frames Hs x Ws (the whole
+// tensor when y0 = x0 = 0, Hs = H, Ws = W); the reflect mirrors inside the window.
 __global__ void encoder_pad_to_kernel(const float* __restrict__ x, bool in_cl, const float* __restrict__ bias,
-                                      float* __restrict__ y, bool out_cl, int C, int Co, int T, int H, int W,
-                                      int front, int top, int left, int Tp, int Hp, int Wp, int total) {
+                                      float* __restrict__ y, bool out_cl, int C, int Co, int T, int H, int W, int Hs,
+                                      int Ws, int y0, int x0, int front, int top, int left, int Tp, int Hp, int Wp,
+                                      int total) {
   for (int64_t kk = first_index(); kk < total; kk += grid_stride()) {
     const int k = static_cast<int>(kk);
     int c, t, i, j;
@@ -115,7 +118,7 @@ __global__ void encoder_pad_to_kernel(const float* __restrict__ x, bool in_cl, c
     const int ts = t - front;
     float v = 0.0f;
     if (ts >= 0 && c < C) {
-      v = x[video_offset(in_cl, c, ts, mirror32(i - top, H), mirror32(j - left, W), C, T, H, W)];
+      v = x[video_offset(in_cl, c, ts, y0 + mirror32(i - top, H), x0 + mirror32(j - left, W), C, T, Hs, Ws)];
       if (bias) v += bias[c];
     }
     y[k] = v;
@@ -220,18 +223,29 @@ unsigned grid_for(int64_t n) {
 
 }  // namespace
 
+cudaError_t launch_encoder_window_pad(const float* x, bool in_channels_last, const float* bias, float* y,
+                                      bool out_channels_last, int64_t C, int64_t Co, int64_t T, int64_t Hs, int64_t Ws,
+                                      int64_t y0, int64_t x0, int64_t H, int64_t W, int64_t front, int64_t top,
+                                      int64_t bottom, int64_t left, int64_t right, cudaStream_t stream) {
+  const int64_t Tp = T + front, Hp = H + top + bottom, Wp = W + left + right, total = Co * Tp * Hp * Wp;
+  if (total == 0) return cudaSuccess;
+  if (total >= (int64_t{1} << 31) || C * T * Hs * Ws >= (int64_t{1} << 31) || y0 < 0 || x0 < 0 || y0 + H > Hs ||
+      x0 + W > Ws)
+    return cudaErrorInvalidValue;
+  encoder_pad_to_kernel<<<grid_for(total), 256, 0, stream>>>(
+      x, in_channels_last, bias, y, out_channels_last, static_cast<int>(C), static_cast<int>(Co), static_cast<int>(T),
+      static_cast<int>(H), static_cast<int>(W), static_cast<int>(Hs), static_cast<int>(Ws), static_cast<int>(y0),
+      static_cast<int>(x0), static_cast<int>(front), static_cast<int>(top), static_cast<int>(left),
+      static_cast<int>(Tp), static_cast<int>(Hp), static_cast<int>(Wp), static_cast<int>(total));
+  return cudaGetLastError();
+}
+
 cudaError_t launch_encoder_pad_to(const float* x, bool in_channels_last, const float* bias, float* y,
                                   bool out_channels_last, int64_t C, int64_t Co, int64_t T, int64_t H, int64_t W,
                                   int64_t front, int64_t top, int64_t bottom, int64_t left, int64_t right,
                                   cudaStream_t stream) {
-  const int64_t Tp = T + front, Hp = H + top + bottom, Wp = W + left + right, total = Co * Tp * Hp * Wp;
-  if (total == 0) return cudaSuccess;
-  if (total >= (int64_t{1} << 31) || C * T * H * W >= (int64_t{1} << 31)) return cudaErrorInvalidValue;
-  encoder_pad_to_kernel<<<grid_for(total), 256, 0, stream>>>(
-      x, in_channels_last, bias, y, out_channels_last, static_cast<int>(C), static_cast<int>(Co), static_cast<int>(T),
-      static_cast<int>(H), static_cast<int>(W), static_cast<int>(front), static_cast<int>(top), static_cast<int>(left),
-      static_cast<int>(Tp), static_cast<int>(Hp), static_cast<int>(Wp), static_cast<int>(total));
-  return cudaGetLastError();
+  return launch_encoder_window_pad(x, in_channels_last, bias, y, out_channels_last, C, Co, T, H, W, 0, 0, H, W, front,
+                                   top, bottom, left, right, stream);
 }
 
 cudaError_t launch_group_norm_pad(const float* x, const float* in_bias, const float* w, const float* b, float* y,

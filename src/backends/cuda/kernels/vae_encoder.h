@@ -29,6 +29,12 @@ cudaError_t launch_encoder_pad_to(const float* x, bool in_channels_last, const f
                                   bool out_channels_last, int64_t C, int64_t Co, int64_t T, int64_t H, int64_t W,
                                   int64_t front, int64_t top, int64_t bottom, int64_t left, int64_t right,
                                   cudaStream_t stream);
+// As launch_encoder_pad_to, reading x through the window rows y0 + [0, H), columns x0 + [0, W) of its
+// Hs x Ws frames (the reflect mirrors inside the window).
+cudaError_t launch_encoder_window_pad(const float* x, bool in_channels_last, const float* bias, float* y,
+                                      bool out_channels_last, int64_t C, int64_t Co, int64_t T, int64_t Hs, int64_t Ws,
+                                      int64_t y0, int64_t x0, int64_t H, int64_t W, int64_t front, int64_t top,
+                                      int64_t bottom, int64_t left, int64_t right, cudaStream_t stream);
 // Per-frame GroupNorm (+ SiLU) of (x + in_bias[c]) (in_bias may be null), x [C, T, H, W], written into
 // the interior of y [C, front + T, H + 2·pad, W + 2·pad] (same layout) with the reflect border of
 // `pad` (0 or 1) filled from the same values; the front frames are the caller's (left untouched).

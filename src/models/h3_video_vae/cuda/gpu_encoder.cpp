@@ -5,7 +5,9 @@
 #include <map>
 
 #include "backends/cuda/cuda_check.h"
+#include "models/h3_video_vae/blend.h"
 #include "models/h3_video_vae/encoder_posterior.h"
+#include "models/h3_video_vae/tiling.h"
 
 namespace orochi::h3vae::gpu {
 namespace {
@@ -116,7 +118,10 @@ struct GpuVideoEncoder::Profiler {
     for (cudaEvent_t e : events) cudaEventDestroy(e);
   }
   void record(cudaStream_t stream, const char* stage, double flops) {
-    if (!stage) used = 0;  // a tile's first event (a tile that failed midway left its events unread)
+    if (!stage) {  // a new base: what is pending is read first (a failed tile's events are dropped)
+      collect();
+      used = 0;
+    }
     if (used == events.size()) {
       cudaEvent_t e = nullptr;
       if (cudaEventCreate(&e) != cudaSuccess) return;  // timing is best effort
@@ -179,12 +184,21 @@ Expected<EncoderTileShape> max_tile_shape(const VideoVaeConfig& config, const En
                             "x" + std::to_string(height) + " px: need >= 1 frame and sides multiple of " +
                             std::to_string(config.spatial_ratio));
   const TilePlan plan = options.plan(config, height, width);
-  return EncoderTileShape{frames == 1 ? 1 : config.clip_length, plan.rows.lengths[0], plan.cols.lengths[0]};
+  return EncoderTileShape{frames == 1 ? 1 : config.clip_length, plan.rows.lengths[0], plan.cols.lengths[0], height,
+                          width};
 }
 
-size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile) {
+namespace {
+int64_t clip_elems(const VideoVaeConfig& config, const EncoderTileShape& tile) {
+  return config.in_channels * tile.frames * tile.clip_height * tile.clip_width;
+}
+}  // namespace
+
+size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile,
+                                const GpuEncoderOptions& options) {
   const int64_t elems = tile_max_elems(config, tile.frames, tile.height, tile.width);
-  return kBuffers * aligned(static_cast<size_t>(elems) * 4) + workspace_allowance(elems) + 4 * kAlign;
+  const size_t clip = options.device_tiles ? aligned(static_cast<size_t>(clip_elems(config, tile)) * 4) : 0;
+  return kBuffers * aligned(static_cast<size_t>(elems) * 4) + workspace_allowance(elems) + clip + 5 * kAlign;
 }
 
 Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVaeConfig& config, int device,
@@ -196,6 +210,10 @@ Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVa
     return invalid_argument("GpuVideoEncoder: a tile shape of " + std::to_string(max_tile.frames) + " x " +
                             std::to_string(max_tile.height) + " x " + std::to_string(max_tile.width) +
                             " is not one the encoder meets (use max_tile_shape())");
+  if (options.device_tiles && options.path == EncoderPath::kPaddedCopies)
+    return invalid_argument("GpuVideoEncoder: device_tiles needs a fused path (the padded-copies path takes host tiles)");
+  if (options.device_tiles && (max_tile.clip_height < max_tile.height || max_tile.clip_width < max_tile.width))
+    return invalid_argument("GpuVideoEncoder: device_tiles needs the clip's frame size in the tile shape (use max_tile_shape())");
   std::unique_ptr<GpuVideoEncoder> e(new GpuVideoEncoder());
   e->config_ = config;
   e->options_ = options;
@@ -209,12 +227,16 @@ Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVa
   OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
                           cuda::DeviceArena::create(device, weight_arena_bytes(config), "video VAE encoder weights"));
   OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
-                          cuda::DeviceArena::create(device, encoder_activation_bytes(config, max_tile),
+                          cuda::DeviceArena::create(device, encoder_activation_bytes(config, max_tile, options),
                                                     "video VAE encoder tile activations"));
   e->buf_ = std::make_unique<Buffers>();
   e->buf_->elems = tile_max_elems(config, max_tile.frames, max_tile.height, max_tile.width);
   for (void*& r : e->buf_->region) {
     OROCHI_ASSIGN_OR_RETURN(r, e->activation_arena_->allocate(static_cast<size_t>(e->buf_->elems) * 4));
+  }
+  if (options.device_tiles) {
+    e->clip_elems_ = clip_elems(config, max_tile);
+    OROCHI_ASSIGN_OR_RETURN(e->clip_, e->activation_arena_->allocate(static_cast<size_t>(e->clip_elems_) * 4));
   }
   return e;
 }
@@ -388,15 +410,128 @@ Expected<Tensor> GpuVideoEncoder::encode_tile(const Tensor& x) {
   return host;
 }
 
+namespace {
+cuda::VideoLayout layout_of(EncoderPath path) {
+  return path == EncoderPath::kFusedNdhwc ? cuda::VideoLayout::kNdhwc : cuda::VideoLayout::kNcdhw;
+}
+// conv_in's input channels as its kernel takes them (channels last: rounded up to 4).
+int64_t conv_in_channels(const EncoderWeights& w, cuda::VideoLayout layout) {
+  return layout == cuda::VideoLayout::kNdhwc ? w.conv_in.weight.dim(4) : w.conv_in.weight.dim(1);
+}
+}  // namespace
+
+// The tile arrives [3, T, H, W] from the host; conv_in reads it padded (and channels last with zero
+// channels up to its kernel's input width).
 Expected<Tensor> GpuVideoEncoder::encode_tile_fused(const Tensor& x) {
+  const cuda::VideoLayout L = layout_of(options_.path);
+  void** r = buf_->region;
+  const int64_t T = x.dim(1), H = x.dim(2), W = x.dim(3), front = T == 1 ? 0 : 2;
+  Tensor input = device_view(r[2], x.shape(), device_, activation_arena_);
+  mark(nullptr);
+  OROCHI_RETURN_IF_ERROR(cuda::upload_into(x.contiguous(), input, stream_));
+  mark("upload");
+  Tensor padded_in = device_view(r[1], cuda::video_shape(L, conv_in_channels(*weights_, L), T + front, H + 2, W + 2),
+                                 device_, activation_arena_);
+  OROCHI_RETURN_IF_ERROR(
+      cuda::encoder_pad_to(input, cuda::VideoLayout::kNcdhw, Tensor(), front, 1, 1, 1, 1, padded_in, L, stream_));
+  mark("pad copy");
+  return encode_padded_fused(padded_in, T, H, W);
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_moments_device_tiles(const Tensor& x, const EncodeOptions& options) {
+  // The checks and the clip / tile / stitch arithmetic of encode_moments_with (encoder.cpp), with the
+  // tiles cut on the device from one uploaded clip.
+  if (!x.defined() || x.dtype() != DType::kF32 || x.ndim() != 4 || x.dim(0) != config_.in_channels)
+    return invalid_argument("the video VAE encoder takes fp32 pixels [" + std::to_string(config_.in_channels) +
+                            ", frames, height, width], got " + (x.defined() ? x.describe() : "nothing"));
+  const int64_t C = x.dim(0), F = x.dim(1), H = x.dim(2), W = x.dim(3), r = config_.spatial_ratio;
+  if (F < 1 || H < 1 || W < 1) return invalid_argument("the video VAE encoder got an empty input " + x.describe());
+  if (H % r != 0 || W % r != 0)
+    return invalid_argument("frames of " + std::to_string(W) + "x" + std::to_string(H) +
+                            " px: the video VAE encoder needs both sides to be multiples of " + std::to_string(r));
+  OROCHI_RETURN_IF_ERROR(options.validate(config_));
+  const TilePlan plan = options.plan(config_, H, W);
+  OROCHI_RETURN_IF_ERROR(check_frame_size(config_, plan.rows.lengths[0], plan.cols.lengths[0]));
+  const int64_t L = config_.clip_length, Tc = F == 1 ? 1 : L, clips = F == 1 ? 1 : (F + L - 1) / L;
+  if (C * Tc * H * W > clip_elems_ || Tc > max_tile_.frames)
+    return invalid_argument("a clip of " + x.describe() + " is larger than this GpuVideoEncoder was created for (" +
+                            std::to_string(max_tile_.clip_width) + "x" + std::to_string(max_tile_.clip_height) +
+                            "): create it with max_tile_shape() of the input");
+  for (int64_t i = 0; i < plan.rows.count(); ++i)
+    for (int64_t j = 0; j < plan.cols.count(); ++j)
+      if (tile_max_elems(config_, Tc, plan.rows.lengths[i], plan.cols.lengths[j]) > buf_->elems)
+        return invalid_argument("the tiles of " + x.describe() + " are larger than this GpuVideoEncoder was created for");
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  const Tensor input = x.contiguous();
+  const cuda::VideoLayout layout = layout_of(options_.path);
+  const int64_t front = Tc == 1 ? 0 : 2, plane = H * W;
+  const Tensor clip = device_view(clip_, {C, Tc, H, W}, device_, activation_arena_);
+  TilePlan latent = plan;  // the stitch runs on the latent grid (encode_clip_with's)
+  for (TileAxis* axis : {&latent.rows, &latent.cols}) {
+    for (int64_t& v : axis->starts) v /= r;
+    for (int64_t& v : axis->lengths) v /= r;
+    for (int64_t& v : axis->overlaps) v /= r;
+  }
+  std::vector<Tensor> moments_of_clips;
+  for (int64_t k = 0; k < clips; ++k) {
+    mark(nullptr);
+    // Frame f of clip k is input frame min(kL + f, F − 1): the last frame repeats up to whole clips.
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t f = 0; f < Tc; ++f) {
+        const int64_t src = std::min(k * L + f, F - 1);
+        OROCHI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<float*>(clip_) + (c * Tc + f) * plane,
+                                                    input.data<float>() + (c * F + src) * plane, plane * sizeof(float),
+                                                    cudaMemcpyHostToDevice, stream_));
+      }
+    mark("upload");
+    std::vector<std::vector<Tensor>> tiles(plan.rows.count());
+    for (int64_t i = 0; i < plan.rows.count(); ++i)
+      for (int64_t j = 0; j < plan.cols.count(); ++j) {
+        const int64_t th = plan.rows.lengths[i], tw = plan.cols.lengths[j];
+        if (i + j > 0) mark(nullptr);
+        Tensor padded_in = device_view(
+            buf_->region[1], cuda::video_shape(layout, conv_in_channels(*weights_, layout), Tc + front, th + 2, tw + 2),
+            device_, activation_arena_);
+        OROCHI_RETURN_IF_ERROR(cuda::encoder_tile_pad(clip, plan.rows.starts[i], plan.cols.starts[j], th, tw, front, 1,
+                                                      padded_in, layout, stream_));
+        mark("pad copy");
+        OROCHI_ASSIGN_OR_RETURN(Tensor m, encode_padded_fused(padded_in, Tc, th, tw));
+        OROCHI_CHECK(m.ndim() == 4 && m.dim(2) == th / r && m.dim(3) == tw / r, "tile moments ", m.describe(),
+                     " do not cover the tile's latents");
+        tiles[i].push_back(std::move(m));
+      }
+    moments_of_clips.push_back(plan.count() == 1 ? tiles[0][0] : stitch_tiles(tiles, latent, BlendPrecision::kF32));
+  }
+  if (F == 1) return moments_of_clips[0];
+  // concat over time, then drop the last token_drop latent frames (encode_moments_with's).
+  const int64_t Cm = moments_of_clips[0].dim(0), h = moments_of_clips[0].dim(2), w = moments_of_clips[0].dim(3);
+  int64_t total = 0;
+  for (const Tensor& m : moments_of_clips) total += m.dim(1);
+  if (config_.token_drop > 0 && total <= config_.token_drop)
+    return invalid_argument("the encode gave " + std::to_string(total) +
+                            " latent frames, no more than token_drop; the config's clip geometry is unusable");
+  const int64_t keep = total - std::max<int64_t>(config_.token_drop, 0);
+  Tensor out = Tensor::uninitialized({Cm, keep, h, w}, DType::kF32);
+  const int64_t lp = h * w;
+  int64_t t0 = 0;
+  for (const Tensor& m : moments_of_clips) {
+    const Tensor mc = m.contiguous();
+    for (int64_t c = 0; c < Cm; ++c)
+      for (int64_t t = 0; t < m.dim(1) && t0 + t < keep; ++t)
+        std::copy_n(mc.data<float>() + (c * m.dim(1) + t) * lp, lp, out.data<float>() + (c * keep + t0 + t) * lp);
+    t0 += m.dim(1);
+  }
+  return out;
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_padded_fused(const Tensor& padded_in, int64_t T, int64_t H, int64_t W) {
   using cuda::VideoLayout;
-  const VideoLayout L = options_.path == EncoderPath::kFusedNdhwc ? VideoLayout::kNdhwc : VideoLayout::kNcdhw;
+  const VideoLayout L = layout_of(options_.path);
   const bool cl = L == VideoLayout::kNdhwc;
   const EncoderWeights& w = *weights_;
   void** r = buf_->region;
   const int64_t groups = config_.norm_num_groups;
   const float eps = static_cast<float>(config_.norm_eps);
-  const int64_t T = x.dim(1), H = x.dim(2), W = x.dim(3);
   // A single frame sees two causal zero frames and itself: every 3-tap kernel runs as its last tap on
   // the unpadded frame (as padded_conv does), so no zero frames are written either.
   const bool single = T == 1;
@@ -420,17 +555,9 @@ Expected<Tensor> GpuVideoEncoder::encode_tile_fused(const Tensor& x) {
     mark(stage, conv_flops(k, y));
     return y;
   };
-  // The tile arrives [3, T, H, W]; conv_in reads it padded (and channels last with zero channels up to
-  // its kernel's input width).
-  Tensor input = device_view(r[2], x.shape(), device_, activation_arena_);
-  mark(nullptr);
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(x.contiguous(), input, stream_));
-  mark("upload");
-  const int64_t in_channels = cl ? w.conv_in.weight.dim(4) : w.conv_in.weight.dim(1);
-  Tensor padded_in = view(r[1], in_channels, T + front, H + 2, W + 2);
-  OROCHI_RETURN_IF_ERROR(
-      cuda::encoder_pad_to(input, VideoLayout::kNcdhw, Tensor(), front, 1, 1, 1, 1, padded_in, L, stream_));
-  mark("pad copy");
+  const cuda::VideoDims pd = cuda::video_dims(padded_in, L);
+  OROCHI_CHECK(pd.T == T + front && pd.H == H + 2 && pd.W == W + 2, "encode_padded_fused: ", padded_in.describe(),
+               " is not the padded input of a ", T, " x ", H, " x ", W, " tile");
   OROCHI_ASSIGN_OR_RETURN(Tensor h, conv_into(w.conv_in, padded_in, 1, 1, r[0], "conv_in"));
   Tensor h_bias = w.conv_in.bias;  // h's bias, not yet added (undefined once it is)
   auto settle = [&]() -> Status {  // add h's pending bias in place
@@ -500,6 +627,10 @@ Expected<Tensor> GpuVideoEncoder::encode_tile_fused(const Tensor& x) {
 }
 
 Expected<Tensor> GpuVideoEncoder::encode_moments(const Tensor& x, const EncodeOptions& options) {
+  if (options_.device_tiles) {
+    if (!has_weights_) return invalid_argument("GpuVideoEncoder: upload() the weights before encoding");
+    return encode_moments_device_tiles(x, options);
+  }
   const TileEncoder gpu = [this](const Tensor& tile, const std::string&) { return encode_tile(tile); };
   return encode_moments_with(config_, gpu, x, options);
 }

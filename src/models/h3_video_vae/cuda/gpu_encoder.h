@@ -41,8 +41,11 @@
 namespace orochi::h3vae::gpu {
 
 // The largest tile encode_moments() meets: frames (1 or clip_length) x tile height x tile width.
+// clip_height x clip_width: the whole frame (GpuEncoderOptions::device_tiles keeps a clip of it on the
+// device); 0 when unknown.
 struct EncoderTileShape {
   int64_t frames = 1, height = 0, width = 0;
+  int64_t clip_height = 0, clip_width = 0;
 };
 // For pixels of F frames at H x W encoded with `options`; an error when the input or options are invalid.
 Expected<EncoderTileShape> max_tile_shape(const VideoVaeConfig& config, const EncodeOptions& options, int64_t frames,
@@ -57,6 +60,10 @@ struct GpuEncoderOptions {
   // Time cuDNN's algorithms per conv shape on first use and keep the fastest (Conv3dRunner's
   // autotune: faster, but runs may differ in the last bits).
   bool autotune = false;
+  // encode_moments uploads each clip once and cuts its tiles on the GPU (encoder_tile_pad) instead
+  // of slicing every tile on the host and uploading it; the stitch stays on the host (the same
+  // stitch_tiles). Fused paths only; the plan grows by one clip of pixels.
+  bool device_tiles = false;
 };
 
 // GPU time per stage of the tiles encoded while profiling was on (CUDA events around every op),
@@ -68,7 +75,11 @@ struct EncoderStageTime {
 };
 
 // Bytes of the activation arena for tiles up to `tile` (cuDNN workspace allowance included).
-size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile);
+size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile,
+                                const GpuEncoderOptions& options);
+inline size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile) {
+  return encoder_activation_bytes(config, tile, GpuEncoderOptions{});
+}
 
 class GpuVideoEncoder {
  public:
@@ -123,6 +134,9 @@ class GpuVideoEncoder {
   struct Buffers;
   struct Profiler;
   Expected<Tensor> encode_tile_fused(const Tensor& x);
+  // The fused path from conv_in's padded input [Cin', front + T, H + 2, W + 2] (in r[1]) to the moments.
+  Expected<Tensor> encode_padded_fused(const Tensor& padded_in, int64_t T, int64_t H, int64_t W);
+  Expected<Tensor> encode_moments_device_tiles(const Tensor& x, const EncodeOptions& options);
   // Ends a stage: everything enqueued since the previous mark is `stage`'s (no-op when not profiling).
   void mark(const char* stage, double flops = 0.0);
   Status conv(const Conv3dWeights& c, const Tensor& x, int64_t stride_t, int64_t stride_s, const Tensor& y);
@@ -142,6 +156,8 @@ class GpuVideoEncoder {
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Buffers> buf_;
   std::unique_ptr<Profiler> profiler_;
+  void* clip_ = nullptr;  // device_tiles: one clip [in_channels, frames, clip_height, clip_width]
+  int64_t clip_elems_ = 0;
   bool has_weights_ = false;
 };
 
