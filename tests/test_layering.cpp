@@ -1,6 +1,7 @@
 // The floors hold (docs/ARCHITECTURE.md): the CLI (src/apps/) calls no CUDA, includes no cuda/
-// header and tests for no CUDA build (the engine's GPU backend is linked in instead), and the
-// process environment is read only by core/env.cpp, the options layer's one reader.
+// header and tests for no CUDA build (the engine's GPU backend is linked in instead), the shared
+// DiT layers (src/layers/) know no model family, and the process environment is read only by
+// core/env.cpp, the options layer's one reader.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -49,6 +50,22 @@ TEST(Layering, TheCliHasNoCuda) {
       ADD_FAILURE() << e.path().filename() << ": " << line;
   }
   EXPECT_GT(files, 10);
+}
+
+// The shared DiT layers sit below every model family (a second family reuses them as they are):
+// they include no model, pipeline, planner, engine or app header.
+TEST(Layering, TheSharedLayersKnowNoFamily) {
+  const fs::path layers = source_root() / "layers";
+  ASSERT_TRUE(fs::is_directory(layers)) << layers;
+  const std::regex above(R"(#\s*include\s*"(models|pipeline|planner|engine|apps|io)/)");
+  int files = 0;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(layers)) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    for (const std::string& line : code_lines_matching(read(e.path()), above))
+      ADD_FAILURE() << e.path().filename() << ": " << line;
+  }
+  EXPECT_GT(files, 5);
 }
 
 TEST(Layering, OnlyTheOptionsLayerReadsTheEnvironment) {

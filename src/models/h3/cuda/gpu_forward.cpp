@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/gemm_sm90a.h"
 #include "backends/cuda/kernels/kernels.h"
+#include "layers/cuda/tp_linear.h"
 #include "models/h3/cuda/gpu_runner.h"
 
 namespace orochi::h3::gpu {
@@ -20,42 +22,29 @@ Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(er
 
 }  // namespace
 
-Status H3GpuRunner::attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape) {
-  if (flash_attention_ && cuda::flash_attention_unsupported_reason(shape).empty())
-    return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
-  return attention_->run(q, k, v, o, shape, stream_);
-}
-
 std::string H3GpuRunner::attention_kernel() const {
   const RankDims d = rank_dims(config_, max_, rank_);
-  const cuda::AttentionShape main{.s_q = max_.rows, .s_kv = max_.rows, .heads = d.attn_heads, .head_dim = d.head_dim};
-  return flash_attention_ && cuda::flash_attention_unsupported_reason(main).empty() ? "flash-sm90a" : "cudnn";
+  return attention_.kernel_for({.s_q = max_.rows, .s_kv = max_.rows, .heads = d.attn_heads, .head_dim = d.head_dim});
 }
 
 // Self-attention of `rows` rows of x into out [rows, H]. A transformer block (`main`) applies RoPE
 // and, with SP, attends over every rank's rows through the Ulysses exchange; the refiner attends
 // over its L text rows alone. With TP, out is summed over the group.
 Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out) {
+  if (main && sp_ != nullptr) return ulysses_attention_block(b, x, out);
   RequestBuffers& B = *buf_;
   const RankDims d = rank_dims(config_, B.size, rank_);
   const int64_t hd = config_.attention_head_dim;
   const int64_t heads = d.heads;
   const Tensor q = B.q.slice(0, 0, rows), k = B.k.slice(0, 0, rows), v = B.v.slice(0, 0, rows), o = B.o.slice(0, 0, rows);
-  if (main && sp_ != nullptr) {
-    // q/k/v arrive normalized and rotated; attention over all rows, back to this rank's rows.
-    OROCHI_RETURN_IF_ERROR(gather_sp_rows_ ? ulysses_qkv_gathered(b, x) : ulysses_qkv(b, x));
-    if (!tp_ && !split_sp_attention_) return ulysses_attention_out(b.to_out, out);
-    OROCHI_RETURN_IF_ERROR(ulysses_attention());
-    return linear_reduced(b.to_out, o, out, "gemm out");
-  }
   const GpuLinear w[] = {b.to_q, b.to_k, b.to_v};
   const Tensor ys[] = {q, k, v};  // [rows, heads * hd] each
   OROCHI_RETURN_IF_ERROR(project_qkv(b, w, x, ys, heads, /*rope=*/main, /*first_row=*/0));
   timer_.begin("attention");
-  OROCHI_RETURN_IF_ERROR(attend(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(),
-                                cuda::AttentionShape{.s_q = rows, .s_kv = rows, .heads = heads, .head_dim = hd}));
+  OROCHI_RETURN_IF_ERROR(attention_.attend(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(),
+                                           cuda::AttentionShape{.s_q = rows, .s_kv = rows, .heads = heads, .head_dim = hd}));
   timer_.end();
-  return linear_reduced(b.to_out, o, out, "gemm out");  // [rows, H]
+  return layers::gpu::tp_reduced_linear(layer_context(), tp_, b.to_out, o, out, "gemm out");  // [rows, H]
 }
 
 Status H3GpuRunner::project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3],
@@ -93,7 +82,7 @@ Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t row
     timer_.begin("gemm ffn in + swiglu");
     OROCHI_RETURN_IF_ERROR(cuda::gemm_sm90a(x, b.ff_in.weight, bias, g, cuda::GemmSm90aEpilogue::kSwiGLU, stream_));
     timer_.end();
-    return linear_reduced(b.ff_out, g, out, "gemm ffn out");
+    return layers::gpu::tp_reduced_linear(layer_context(), tp_, b.ff_out, g, out, "gemm ffn out");
   }
   timer_.begin("gemm ffn in");
   OROCHI_RETURN_IF_ERROR(linear(b.ff_in, x, u));  // [rows, 2F/tp]
@@ -101,7 +90,7 @@ Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t row
   timer_.begin("swiglu");
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_swiglu(ptr<const bf16>(u), ptr<bf16>(g), rows, g.dim(1), stream_), "swiglu"));
   timer_.end();
-  return linear_reduced(b.ff_out, g, out, "gemm ffn out");
+  return layers::gpu::tp_reduced_linear(layer_context(), tp_, b.ff_out, g, out, "gemm ffn out");
 }
 
 Status H3GpuRunner::refiner_block(const GpuBlock& b, const Tensor& t) {
@@ -199,7 +188,8 @@ Status H3GpuRunner::forward() {
   OROCHI_RETURN_IF_ERROR(embed(weights_.audio_proj_in, B.audio_in, B.audio_dst, na, "embed audio"));
   // 3. The blocks.
   // A streamed block's weights are in a staging slot by the time the compute stream reaches it.
-  if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->begin_pass());
+  const bool streaming = blocks_ && blocks_->started();
+  if (streaming) OROCHI_RETURN_IF_ERROR(blocks_->begin_pass());
   // Each block's last residual is fused with the norm after it: the next block's pre-attention norm
   // (when that block's weights are resident; a streamed one is not in its slot yet) or, after the
   // last block, the output norm modulated per timestep.
@@ -210,19 +200,19 @@ Status H3GpuRunner::forward() {
   bool normed = false;  // a holds the pre-norm of the block about to run
   for (size_t i = 0; i < weights_.blocks.size(); ++i) {
     int slot = -1;
-    if (streamer_) {
-      OROCHI_ASSIGN_OR_RETURN(slot, streamer_->acquire(static_cast<int>(i)));
+    if (streaming) {
+      OROCHI_ASSIGN_OR_RETURN(slot, blocks_->acquire(static_cast<int>(i)));
     }
     std::optional<NextNorm> next;
     if (i + 1 == weights_.blocks.size())
       next = output_norm;
-    else if (!streamer_)
+    else if (!streaming)
       next = NextNorm{ptr<const bf16>(weights_.blocks[i + 1].norm1), block_modulation(i + 1, 0),
                       static_cast<float>(config_.norm_eps)};
     OROCHI_RETURN_IF_ERROR(transformer_block(i, slot < 0 ? weights_.blocks[i] : slot_blocks_[slot], normed,
                                              next ? &*next : nullptr));
     normed = next.has_value();
-    if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->release(static_cast<int>(i)));
+    if (streaming) OROCHI_RETURN_IF_ERROR(blocks_->release(static_cast<int>(i)));
   }
   // 4. The output norm (already in a when the last block fused it), then each head on its own rows in f32.
   if (!normed)

@@ -29,12 +29,6 @@ Tensor host_range(const Tensor& t, const dist::Range& r) { return t.contiguous()
 
 }  // namespace
 
-bool WeightStreaming::any() const {
-  for (bool s : streamed)
-    if (s) return true;
-  return false;
-}
-
 Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& config, int device, const RequestSize& max,
                                                            const ParallelRank& rank, const WeightStreaming& streaming,
                                                            const RunnerOptions& options) {
@@ -51,30 +45,17 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->device_ = device;
   r->split_sp_attention_ = options.sp.split_attention;
   r->gather_sp_rows_ = sp_gathers_rows(config, rank.tp_size, rank.sp_size, options.sp.qkv);
-  r->flash_attention_ = options.kernels.flash_attention;
-  r->flash_options_ = cuda::flash_attention_options(options.kernels);
+  r->attention_ = layers::gpu::AttentionRunner(options.kernels.flash_attention, cuda::flash_attention_options(options.kernels));
   r->gemm_sm90a_ = options.kernels.gemm_sm90a;
   r->qk_norm_items_ = options.kernels.qk_norm_items;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
-  if (rank.world_size() > 1) {
-    // The highest priority: the collectives' thread blocks are scheduled as soon as SMs free up,
-    // instead of queueing behind the next GEMM's or attention's blocks they should overlap.
-    int least = 0, greatest = 0;
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&r->comm_stream_, cudaStreamNonBlocking, greatest));
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->compute_ready_, cudaEventDisableTiming));
-    OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&r->comm_done_, cudaEventDisableTiming));
-  }
   const TpShare share = tp_share(config, rank.tp_rank, rank.tp_size);
   OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share, streaming.streamed) + (1 << 20),
                                                                       "H3 weights"));
   if (streaming.any()) {
-    // K block images side by side: slot k starts k images in (each image is 256-byte aligned).
-    const size_t image = block_image_bytes(config, share);
-    OROCHI_ASSIGN_OR_RETURN(r->staging_arena_, cuda::DeviceArena::create(device, image * streaming.slots, "H3 weight staging"));
-    OROCHI_ASSIGN_OR_RETURN(r->tier_, GpuBlockTier::create(device, streaming.tier, streaming.peer_device, streaming.streamed,
-                                                           image, r->staging_arena_->base(), streaming.slots, r->stream_));
+    OROCHI_ASSIGN_OR_RETURN(r->blocks_, layers::gpu::GpuStreamedBlocks::create(device, streaming, block_image_bytes(config, share),
+                                                                               r->stream_, "H3 weight staging"));
   }
   OROCHI_RETURN_IF_ERROR(r->reserve_request(max));
   OROCHI_ASSIGN_OR_RETURN(r->gemm_, cuda::GemmRunner::create(device));
@@ -90,29 +71,18 @@ Status H3GpuRunner::reserve_request(const RequestSize& max) {
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // A fresh cuDNN attention: plans prepared for an earlier request's shapes may want more workspace
   // than this reservation offers.
-  attention_ = std::make_unique<cuda::CudnnAttention>(stream_);
+  attention_.reset(stream_);
   // Attention runs over all S rows with this rank's heads / sp (with SP, one block of query rows
   // at a time against every key row), and over the L text rows (refiner) with all its TP heads.
   const RankDims d = rank_dims(config_, max, rank_);
-  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws, attention_->workspace_bytes(max.rows, d.attn_heads, d.head_dim));
-  if (rank_.sp_size > 1) {
-    const cuda::AttentionShape part{.s_q = d.R, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim};
-    OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_part, attention_->workspace_bytes(part));
-    attn_ws = std::max(attn_ws, attn_ws_part);
-  }
-  OROCHI_ASSIGN_OR_RETURN(size_t attn_ws_text, attention_->workspace_bytes(max.text_rows, d.heads, d.head_dim));
-  attn_ws = std::max(attn_ws, attn_ws_text);
-  if (flash_attention_) {
-    // The flash kernel's split last wave shares the buffer: attention calls run one at a time.
-    OROCHI_ASSIGN_OR_RETURN(size_t flash_ws, cuda::flash_attention_workspace_bytes());
-    attn_ws = std::max(attn_ws, flash_ws);
-  }
+  std::vector<cuda::AttentionShape> shapes{{.s_q = max.rows, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim}};
+  if (rank_.sp_size > 1) shapes.push_back({.s_q = d.R, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim});
+  shapes.push_back({.s_q = max.text_rows, .s_kv = max.text_rows, .heads = d.heads, .head_dim = d.head_dim});
+  OROCHI_ASSIGN_OR_RETURN(const size_t attn_ws, attention_.workspace_bytes(shapes));
   const size_t request_bytes = request_arena_bytes(config_, max, attn_ws, rank_, gather_sp_rows_);
   OROCHI_ASSIGN_OR_RETURN(request_arena_, cuda::DeviceArena::create(device_, request_bytes, "H3 request"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, request_arena_->allocate(attn_ws));
-  OROCHI_RETURN_IF_ERROR(attention_->set_external_workspace(ws, attn_ws));
-  flash_options_.workspace = ws;
-  flash_options_.workspace_bytes = attn_ws;
+  OROCHI_RETURN_IF_ERROR(attention_.set_workspace(ws, attn_ws));
   request_mark_ = request_arena_->mark();
   max_ = max;
   return Status::ok();
@@ -122,8 +92,7 @@ void H3GpuRunner::free_request() {
   if (!request_arena_) return;
   if (stream_) (void)cudaStreamSynchronize(stream_);  // no kernel may still read the buffers
   buf_.reset();
-  flash_options_.workspace = nullptr;
-  flash_options_.workspace_bytes = 0;
+  attention_.release_workspace();
   request_arena_.reset();
 }
 
@@ -132,7 +101,7 @@ bool H3GpuRunner::request_fits(const RequestSize& size) const {
          size.video_rows <= max_.video_rows && size.audio_rows <= max_.audio_rows && size.timesteps <= max_.timesteps;
 }
 
-Status H3GpuRunner::set_groups(dist::Comm* tp, dist::Comm* sp) {
+Status H3GpuRunner::set_groups(dist::Comm* tp, dist::Comm* sp, cudaStream_t comm_stream) {
   auto matches = [](dist::Comm* c, int rank, int size) {
     return c == nullptr ? size == 1 : c->size() == size && c->rank() == rank;
   };
@@ -140,47 +109,52 @@ Status H3GpuRunner::set_groups(dist::Comm* tp, dist::Comm* sp) {
     return Status(ErrorCode::kInternal, "the communicators do not match the runner's layout (tp " +
                                             std::to_string(rank_.tp_rank) + "/" + std::to_string(rank_.tp_size) + ", sp " +
                                             std::to_string(rank_.sp_rank) + "/" + std::to_string(rank_.sp_size) + ")");
+  if ((comm_stream == nullptr) != (rank_.world_size() == 1))
+    return Status(ErrorCode::kInternal, "a runner of several ranks needs its comm stream, one of one rank none");
   tp_ = tp;
   sp_ = sp;
+  if (comm_stream) {
+    OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    OROCHI_ASSIGN_OR_RETURN(overlap_, layers::gpu::CommOverlap::create(stream_, comm_stream));
+  }
   return Status::ok();
 }
 
 H3GpuRunner::~H3GpuRunner() {
-  if (streamer_) (void)streamer_->finish();
-  streamer_.reset();
-  tier_.reset();
+  blocks_.reset();  // waits for the copies in flight
   buf_.reset();
-  attention_.reset();
+  attention_.destroy();
   gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
-  if (comm_stream_) cudaStreamDestroy(comm_stream_);
-  for (cudaEvent_t e : {compute_ready_, comm_done_})
-    if (e) cudaEventDestroy(e);
+  overlap_.reset();
+}
+
+layers::gpu::LayerContext H3GpuRunner::layer_context() {
+  return {.stream = stream_, .gemm = gemm_.get(), .gemm_sm90a = gemm_sm90a_, .attention = &attention_,
+          .overlap = overlap_.get(), .timer = &timer_, .comm_timer = &comm_timer_};
 }
 
 size_t H3GpuRunner::weight_bytes() const { return weight_arena_->used(); }
-size_t H3GpuRunner::staging_bytes() const { return staging_arena_ ? staging_arena_->capacity() : 0; }
-size_t H3GpuRunner::tier_bytes() const { return tier_ ? tier_->tier_bytes() : 0; }
+size_t H3GpuRunner::staging_bytes() const { return blocks_ ? blocks_->staging_bytes() : 0; }
+size_t H3GpuRunner::tier_bytes() const { return blocks_ ? blocks_->tier_bytes() : 0; }
 
 StreamedBlocks H3GpuRunner::streamed_blocks() {
   if (!streaming_.any()) return {};
-  return {streaming_.streamed, staging_arena_.get(), [this](int64_t block, const void* image, size_t bytes) {
-            return tier_->store(block, image, bytes, stream_);
+  return {streaming_.streamed, &blocks_->staging(), [this](int64_t block, const void* image, size_t bytes) {
+            return blocks_->store(block, image, bytes);
           }};
 }
 
 Status H3GpuRunner::start_streaming() {
   if (!streaming_.any()) return Status::ok();
-  staging_arena_->reset(0);
+  cuda::DeviceArena& slots = blocks_->empty_slots();
   slot_blocks_.clear();
   const TpShare share = tp_share(config_, rank_.tp_rank, rank_.tp_size);
   for (int k = 0; k < streaming_.slots; ++k) {
-    OROCHI_ASSIGN_OR_RETURN(GpuBlock b, allocate_block(config_, share, *staging_arena_));
+    OROCHI_ASSIGN_OR_RETURN(GpuBlock b, allocate_block(config_, share, slots));
     slot_blocks_.push_back(std::move(b));
   }
-  OROCHI_ASSIGN_OR_RETURN(weights::BlockStreamer s, weights::BlockStreamer::create(streaming_.streamed, streaming_.slots, *tier_));
-  streamer_.emplace(std::move(s));
-  return Status::ok();
+  return blocks_->start();
 }
 size_t H3GpuRunner::request_bytes_peak() const { return request_arena_ ? request_arena_->peak() : 0; }
 
@@ -213,10 +187,7 @@ Status H3GpuRunner::synchronize() {
 }
 
 Status H3GpuRunner::linear(const GpuLinear& l, const Tensor& x, const Tensor& y) {
-  const Tensor* bias = l.bias.defined() ? &l.bias : nullptr;
-  if (gemm_sm90a_ && cuda::gemm_sm90a_unsupported_reason(x, l.weight, bias, y, cuda::GemmSm90aEpilogue::kBias).empty())
-    return cuda::gemm_sm90a(x, l.weight, bias, y, cuda::GemmSm90aEpilogue::kBias, stream_);
-  return gemm_->linear(x, l.weight, bias, y, stream_);
+  return layers::gpu::linear(layer_context(), l, x, y);
 }
 
 Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {

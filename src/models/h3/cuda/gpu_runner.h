@@ -22,27 +22,30 @@
 #include <optional>
 #include <vector>
 
-#include "backends/cuda/attention_cudnn.h"
-#include "backends/cuda/attention_flash.h"
-#include "backends/cuda/gemm_sm90a.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/kernel_options.h"
 #include "dist/comm.h"
 #include "dist/parallel_options.h"
-#include "weights/cuda/gpu_block_tier.h"
+#include "layers/cuda/attention.h"
+#include "layers/cuda/comm_overlap.h"
+#include "layers/cuda/layer_context.h"
+#include "layers/cuda/stage_timer.h"
+#include "layers/cuda/streamed_blocks.h"
+#include "layers/cuda/ulysses.h"
 #include "models/h3/request_buffers.h"
 #include "models/h3/cuda/gpu_weights.h"
-#include "models/h3/cuda/stage_timer.h"
 #include "models/h3/transformer.h"
 #include "weights/block_streamer.h"
 
 namespace orochi::h3::gpu {
 
-// The tiers are the weights layer's; the denoiser names them as its own.
+// The tiers are the weights layer's, the streaming, the attention and the stage timing the shared
+// DiT layers' (layers/cuda/); the denoiser names them as its own.
 using weights::GpuBlockTier;
 using weights::WeightTier;
+using layers::gpu::StageTimer;
 
 // What one rank of a layout computed: its rows of each head's output and where they go in the
 // whole request's outputs (positions into video / audio rows).
@@ -56,14 +59,8 @@ Expected<H3Outputs> merge_rank_outputs(const std::vector<RankOutputs>& ranks, co
                                        const RequestSize& size);
 
 // Transformer blocks whose weights are not resident: they live in a tier (pinned host RAM or a peer
-// GPU) and come through `slots` staging slots just in time (weights/cuda/gpu_block_tier.h).
-struct WeightStreaming {
-  std::vector<bool> streamed;  // per transformer block; empty: every block resident
-  int slots = 2;
-  WeightTier tier = WeightTier::kHost;
-  int peer_device = -1;        // the GPU holding them, for WeightTier::kPeer
-  bool any() const;
-};
+// GPU) and come through `slots` staging slots just in time (layers/cuda/streamed_blocks.h).
+using WeightStreaming = layers::gpu::BlockStreamingPlan;
 
 // The run's switches (engine/run_switches.h), fixed for a runner's life.
 struct RunnerOptions {
@@ -76,8 +73,10 @@ class H3GpuRunner {
   static Expected<std::unique_ptr<H3GpuRunner>> create(const H3Config& config, int device, const RequestSize& max,
                                                        const ParallelRank& rank = {}, const WeightStreaming& streaming = {},
                                                        const RunnerOptions& options = {});
-  // This rank's members of its TP and SP groups (null for a size-1 group); before the weights.
-  Status set_groups(dist::Comm* tp, dist::Comm* sp);
+  // This rank's members of its TP and SP groups (null for a size-1 group) and the stream they
+  // enqueue on (dist::ParallelContext's comm stream of this rank; null on one GPU); before the
+  // weights.
+  Status set_groups(dist::Comm* tp, dist::Comm* sp, cudaStream_t comm_stream);
   ~H3GpuRunner();
 
   Status init_random_weights(uint64_t seed);
@@ -102,9 +101,10 @@ class H3GpuRunner {
   Expected<RankOutputs> rank_outputs();  // this rank's rows and where they go
 
   cudaStream_t stream() const { return stream_; }
-  // Where this rank's collectives run (its groups are created on it), beside the compute stream so
-  // that they overlap the GEMMs and attention that do not need them. Null on one GPU.
-  cudaStream_t comm_stream() const { return comm_stream_; }
+  // Where this rank's collectives run (the parallel context's stream its groups enqueue on), beside
+  // the compute stream so that they overlap the GEMMs and attention that do not need them. Null on
+  // one GPU.
+  cudaStream_t comm_stream() const { return overlap_ ? overlap_->stream() : nullptr; }
   const H3Config& config() const { return config_; }
   const ParallelRank& rank() const { return rank_; }
   // Per-stage timing of the following forwards (costs an event pair per stage).
@@ -114,12 +114,14 @@ class H3GpuRunner {
   size_t request_bytes_peak() const;
   size_t staging_bytes() const;    // the staging slots (0 when nothing streams)
   size_t tier_bytes() const;       // streamed weights held in the tier (host RAM or the peer GPU)
-  const weights::StreamStats* stream_stats() const { return streamer_ ? &streamer_->stats() : nullptr; }
+  const weights::StreamStats* stream_stats() const { return blocks_ ? blocks_->stats() : nullptr; }
   // Which kernel the transformer blocks' attention runs on: "flash-sm90a" or "cudnn".
   std::string attention_kernel() const;
 
  private:
   H3GpuRunner() = default;
+  // What the shared layers run on: this runner's streams, kernels and timers.
+  layers::gpu::LayerContext layer_context();
   Status build_tables(const Tensor& timesteps);
   Status upload_rows(const H3Inputs& inputs);
   Status linear(const GpuLinear& l, const Tensor& x, const Tensor& y);
@@ -131,24 +133,10 @@ class H3GpuRunner {
   Status project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3], int64_t heads,
                      bool rope, int64_t first_row);
   Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out);
-  // Attention through Orochi's Hopper kernel when chosen and the shape fits it, else cuDNN.
-  Status attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape);
+  // Ulysses SP (layers/cuda/ulysses.h): q/k/v of all rows of this rank's heads by one of the two
+  // schemes (gather_sp_rows_), attention over them, and the out-projection of this rank's rows.
+  Status ulysses_attention_block(const GpuBlock& b, const Tensor& x, const Tensor& out);
   Status feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out);
-  // Ulysses SP: q/k/v of all rows of this rank's heads into qa/ka/va, normalized and rotated,
-  // by one of the two schemes below (gather_sp_rows_), and attention back.
-  Status ulysses_qkv(const GpuBlock& b, const Tensor& x);
-  Status ulysses_qkv_gathered(const GpuBlock& b, const Tensor& x);
-  Status ulysses_attention();
-  // Without TP: attention over all rows in one call, then the out-projection split along its
-  // input (heads): this rank's heads first, while the peers' heads of its rows travel.
-  Status ulysses_attention_out(const GpuLinear& to_out, const Tensor& out);
-  Status exchange_round(int step, const Tensor& send, const Tensor& recv, bool to_heads);
-  // A linear whose output is a partial sum over TP: in row chunks, each chunk's all_reduce on the
-  // comm stream under the next chunk's GEMM. `stage` names the GEMM for the profile and errors.
-  Status linear_reduced(const GpuLinear& l, const Tensor& x, const Tensor& y, const char* stage);
-  // Orders the comm stream after the compute stream's work so far, and back.
-  Status comm_after_compute();
-  Status compute_after_comm();
   Status refiner_block(const GpuBlock& b, const Tensor& t);
   // The norm after a block (the next block's pre-attention norm, or the output norm) for the
   // block's last kernel to write into the buffer a.
@@ -177,10 +165,6 @@ class H3GpuRunner {
   // (bench/RESULTS.md, session 10); on slower links the bytes are the exchange's time. The
   // planner counts memory for auto.
   bool gather_sp_rows_ = true;
-  // attention=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
-  // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
-  bool flash_attention_ = true;
-  cuda::FlashAttentionOptions flash_options_;
   // gemm=sm90a (experimental): Orochi's own GEMM for the linears and the FFN's first linear
   // fused with SwiGLU, where it takes the operands (13% slower than cuBLASLt in the 480p forward on
   // an H200, 2026-11-30); cublas (the default): cuBLASLt everywhere.
@@ -188,18 +172,18 @@ class H3GpuRunner {
   bool qk_norm_items_ = false;  // qk-norm=items: one warp per head
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
-  cudaStream_t stream_ = nullptr, comm_stream_ = nullptr;
-  cudaEvent_t compute_ready_ = nullptr, comm_done_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<layers::gpu::CommOverlap> overlap_;  // the comm stream; null on one GPU
   std::shared_ptr<cuda::DeviceArena> weight_arena_, request_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
-  std::unique_ptr<cuda::CudnnAttention> attention_;
+  // attention=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
+  // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
+  layers::gpu::AttentionRunner attention_;
   GpuWeights weights_;
   AdalnSource adaln_;
   WeightStreaming streaming_;
-  std::shared_ptr<cuda::DeviceArena> staging_arena_;
-  std::unique_ptr<GpuBlockTier> tier_;
+  std::unique_ptr<layers::gpu::GpuStreamedBlocks> blocks_;  // null when every block is resident
   std::vector<GpuBlock> slot_blocks_;
-  std::optional<weights::BlockStreamer> streamer_;
   std::unique_ptr<RequestBuffers> buf_;
   size_t request_mark_ = 0;
   StageTimer timer_, comm_timer_;

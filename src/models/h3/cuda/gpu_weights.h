@@ -10,16 +10,15 @@
 #include <vector>
 
 #include "backends/cuda/device_memory.h"
+#include "layers/cuda/linear.h"
 #include "models/h3/config.h"
 #include "models/h3/tensor_parallel.h"
 #include "models/h3/weights.h"
 
 namespace orochi::h3::gpu {
 
-struct GpuLinear {
-  Tensor weight;  // [out, in] device
-  Tensor bias;    // [out] device, undefined when none
-};
+// The shared layers' linear (layers/cuda/linear.h): weight [out, in], bias [out] or undefined.
+using layers::gpu::GpuLinear;
 
 struct GpuBlock {
   Tensor norm1, norm2, norm_q, norm_k;  // bf16

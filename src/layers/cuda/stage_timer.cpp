@@ -1,6 +1,6 @@
-#include "models/h3/cuda/stage_timer.h"
+#include "layers/cuda/stage_timer.h"
 
-namespace orochi::h3::gpu {
+namespace orochi::layers::gpu {
 
 StageTimer::~StageTimer() {
   for (Record& r : records_) {
@@ -47,4 +47,4 @@ std::map<std::string, double> StageTimer::collect() {
   return ms;
 }
 
-}  // namespace orochi::h3::gpu
+}  // namespace orochi::layers::gpu

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace orochi::h3::gpu {
+namespace orochi::layers::gpu {
 
 class StageTimer {
  public:
@@ -32,4 +32,4 @@ class StageTimer {
   cudaEvent_t take();
 };
 
-}  // namespace orochi::h3::gpu
+}  // namespace orochi::layers::gpu

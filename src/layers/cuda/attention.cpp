@@ -1,0 +1,48 @@
+#include "layers/cuda/attention.h"
+
+#include <algorithm>
+
+namespace orochi::layers::gpu {
+
+void AttentionRunner::reset(cudaStream_t stream) {
+  stream_ = stream;
+  cudnn_ = std::make_unique<cuda::CudnnAttention>(stream);
+}
+
+Expected<size_t> AttentionRunner::workspace_bytes(std::span<const cuda::AttentionShape> shapes) {
+  size_t bytes = 0;
+  for (const cuda::AttentionShape& shape : shapes) {
+    OROCHI_ASSIGN_OR_RETURN(size_t b, cudnn_->workspace_bytes(shape));
+    bytes = std::max(bytes, b);
+  }
+  if (flash_) {
+    // The flash kernel's split last wave shares the buffer: attention calls run one at a time.
+    OROCHI_ASSIGN_OR_RETURN(size_t flash_ws, cuda::flash_attention_workspace_bytes());
+    bytes = std::max(bytes, flash_ws);
+  }
+  return bytes;
+}
+
+Status AttentionRunner::set_workspace(void* workspace, size_t bytes) {
+  OROCHI_RETURN_IF_ERROR(cudnn_->set_external_workspace(workspace, bytes));
+  flash_options_.workspace = workspace;
+  flash_options_.workspace_bytes = bytes;
+  return Status::ok();
+}
+
+void AttentionRunner::release_workspace() {
+  flash_options_.workspace = nullptr;
+  flash_options_.workspace_bytes = 0;
+}
+
+Status AttentionRunner::attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape) {
+  if (flash_ && cuda::flash_attention_unsupported_reason(shape).empty())
+    return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
+  return cudnn_->run(q, k, v, o, shape, stream_);
+}
+
+std::string AttentionRunner::kernel_for(const cuda::AttentionShape& shape) const {
+  return flash_ && cuda::flash_attention_unsupported_reason(shape).empty() ? "flash-sm90a" : "cudnn";
+}
+
+}  // namespace orochi::layers::gpu
