@@ -145,15 +145,15 @@ TEST_F(EncoderFull, EveryGpuPathTimedSideBySide) {
   const std::vector<Variant> fp32 = {variant(EncoderPath::kFusedNcdhw, false, cuda::ConvMath::kF32),
                                      variant(EncoderPath::kFusedNdhwc, false, cuda::ConvMath::kF32)};
   struct Input {
-    std::string name;
+    std::string name, tag;
     int64_t frames, height, width;
     std::string ref_prefix, ref_seconds;
     const std::vector<Variant>* variants;
     double tol;
   };
-  const Input inputs[] = {{"image 3648x2048 tf32", 1, 2048, 3648, "image", "image_s", &tf32, 2e-2},
-                          {"image 3648x2048 fp32", 1, 2048, 3648, "image_fp32", "image_fp32_s", &fp32, 1e-3},
-                          {"video 124x1344x768 tf32", 124, 768, 1344, "video", "video_s", &tf32, 2e-2}};
+  const Input inputs[] = {{"image 3648x2048 tf32", "image-tf32", 1, 2048, 3648, "image", "image_s", &tf32, 2e-2},
+                          {"image 3648x2048 fp32", "image-fp32", 1, 2048, 3648, "image_fp32", "image_fp32_s", &fp32, 1e-3},
+                          {"video 124x1344x768 tf32", "video-tf32", 124, 768, 1344, "video", "video_s", &tf32, 2e-2}};
   for (const Input& in : inputs) {
     SCOPED_TRACE(in.name);
     ASSERT_OK_AND_ASSIGN(const h3vae::gpu::EncoderTileShape tile,
@@ -170,7 +170,7 @@ TEST_F(EncoderFull, EveryGpuPathTimedSideBySide) {
       Status st = enc.has_value() ? (*enc)->upload(*w) : enc.status();
       if (st.is_ok()) st = (*enc)->encode_moments(warm, options).status();  // kernels loaded (and algorithms timed)
       if (!st.is_ok()) {
-        std::printf("[encoder-path] %-24s %-26s FAILED: %s\n", in.name.c_str(), v.name.c_str(), st.to_string().c_str());
+        std::printf("[encoder-path] %-24s %-34s FAILED: %s\n", in.name.c_str(), v.name.c_str(), st.to_string().c_str());
         ADD_FAILURE() << st.to_string();
         continue;
       }
@@ -181,7 +181,7 @@ TEST_F(EncoderFull, EveryGpuPathTimedSideBySide) {
       Expected<Tensor> moments = e.encode_moments(x, options);
       const double ours_s = seconds_since(t0);
       if (!moments.has_value()) {
-        std::printf("[encoder-path] %-24s %-26s FAILED: %s\n", in.name.c_str(), v.name.c_str(),
+        std::printf("[encoder-path] %-24s %-34s FAILED: %s\n", in.name.c_str(), v.name.c_str(),
                     moments.status().to_string().c_str());
         ADD_FAILURE() << moments.status().to_string();
         continue;
@@ -191,13 +191,14 @@ TEST_F(EncoderFull, EveryGpuPathTimedSideBySide) {
       for (const h3vae::gpu::EncoderStageTime& t : e.stage_times()) gpu_ms += t.ms;
       const double planned_gib = (e.weight_bytes() + h3vae::gpu::encoder_activation_bytes(w->config, tile, v.o)) /
                                  static_cast<double>(size_t{1} << 30);
-      std::printf("[encoder-path] %-24s %-26s %8.3f s  ratio %.3f  moments rel_l2=%.3e | GPU %.3f s, host %.3f s | "
+      std::printf("[encoder-path] %-24s %-34s %8.3f s  ratio %.3f  moments rel_l2=%.3e | GPU %.3f s, host %.3f s | "
                   "planned %.2f GiB, activations peak %.2f GiB\n",
                   in.name.c_str(), v.name.c_str(), ours_s, theirs_s > 0 ? ours_s / theirs_s : 0.0, cm.rel_l2,
                   gpu_ms / 1e3, ours_s - gpu_ms / 1e3, planned_gib,
                   e.activation_peak_bytes() / static_cast<double>(size_t{1} << 30));
       for (const h3vae::gpu::EncoderStageTime& t : e.stage_times()) {
-        std::printf("[encoder-stage]   %-26s %-24s %9.1f ms %5.1f%%  %6lld calls", v.name.c_str(), t.name.c_str(), t.ms,
+        std::printf("[encoder-stage] %s | %-34s | %-22s %9.1f ms %5.1f%%  %6lld calls", in.tag.c_str(), v.name.c_str(),
+                    t.name.c_str(), t.ms,
                     gpu_ms > 0 ? 100.0 * t.ms / gpu_ms : 0.0, static_cast<long long>(t.calls));
         if (t.flops > 0 && t.ms > 0) std::printf("  %7.1f TFLOP/s", t.flops / (t.ms * 1e-3) / 1e12);
         std::printf("\n");
