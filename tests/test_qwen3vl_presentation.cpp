@@ -99,11 +99,10 @@ TEST(Qwen3VLPresentation, TinyModelOnTheCpu) {
                                                   {"dtype", "f32"},
                                                   {"text_config", text_config_json(tc)},
                                                   {"vision_config", vision_config_json(vc)}};
-    ASSERT_TRUE(write_presentation_dump(path, &p, Tensor(),
-                                        {{"hidden_2", *after2}, {"hidden_final", *final_out},
-                                         {"vision_features", f->features}},
-                                        meta)
-                    .is_ok());
+    std::vector<std::pair<std::string, Tensor>> outputs = {
+        {"hidden_2", *after2}, {"hidden_final", *final_out}, {"vision_features", f->features}};
+    for (size_t k = 0; k < f->deepstack.size(); ++k) outputs.emplace_back("deepstack_" + std::to_string(k), f->deepstack[k]);
+    ASSERT_TRUE(write_presentation_dump(path, &p, Tensor(), outputs, meta).is_ok());
     std::printf("wrote %s\n", path);
   }
 }

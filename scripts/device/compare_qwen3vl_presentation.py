@@ -196,6 +196,46 @@ class Case:
             got["hidden_final"] = out.float().cpu()
         return got
 
+    def vision_features(self, model):
+        """transformers' tower outputs in sequence order (images then the video): merger, DeepStack 0..2."""
+        feats, deep = [], None
+        with torch.no_grad():
+            for px, grid, fn in (("pixel_values", "image_grid_thw", model.get_image_features),
+                                 ("pixel_values_videos", "video_grid_thw", model.get_video_features)):
+                if px in self.kw:
+                    o = fn(self.kw[px], self.kw[grid])
+                    feats.append(torch.cat(list(o.pooler_output)).float().cpu())
+                    ds = [torch.cat(list(x)).float().cpu() for x in o.deepstack_features]
+                    deep = ds if deep is None else [torch.cat([a_, b_]) for a_, b_ in zip(deep, ds)]
+        return torch.cat(feats), deep
+
+    def run_with_our_vision(self, model):
+        """The stack alone: transformers' text model fed our tower's outputs (mm_encoder_outputs)."""
+        from transformers.models.qwen3_vl.modeling_qwen3_vl import BaseModelOutputWithDeepstackFeatures
+        merge = model.visual.spatial_merge_size ** 2
+        dev, dt = self.ids.device, model.language_model.embed_tokens.weight.dtype
+        ours = [self.d["vision_features"]] + [self.d[f"deepstack_{k}"] for k in range(3)]
+        start, enc = 0, {}
+        for px, grid, key in (("pixel_values", "image_grid_thw", "image"), ("pixel_values_videos", "video_grid_thw", "video")):
+            if px not in self.kw:
+                continue
+            sizes = (self.kw[grid].prod(-1) // merge).tolist()
+            n = sum(sizes)
+            parts = [t[start:start + n].to(dev, dt) for t in ours]
+            enc[key] = BaseModelOutputWithDeepstackFeatures(
+                pooler_output=torch.split(parts[0], sizes), deepstack_features=[torch.split(x, sizes) for x in parts[1:]])
+            start += n
+        kw = {k: v for k, v in self.kw.items() if k not in ("pixel_values", "pixel_values_videos")}
+        got = {}
+        hook = model.language_model.layers[1].register_forward_hook(
+            lambda m, i, o: got.__setitem__("hidden_2", (o[0] if isinstance(o, tuple) else o)[0].float().cpu()))
+        try:
+            with torch.no_grad():
+                got["hidden_final"] = model(**kw, mm_encoder_outputs=enc).last_hidden_state[0].float().cpu()
+        finally:
+            hook.remove()
+        return got
+
     def check_positions(self, model):
         """Our rope_index positions vs transformers' get_rope_index on the same ids and grids."""
         if "position_ids" not in self.d:
@@ -207,6 +247,12 @@ class Case:
 
 def time_forwards(case, model, iters):
     times = []
+    if not torch.cuda.is_available() or case.ids.device.type != "cuda":  # the --any-config CPU dry run
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            case.run(model)
+            times.append(time.perf_counter() - t0)
+        return sorted(times)
     for _ in range(iters):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
@@ -251,13 +297,17 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=3, help="timed transformers forwards per case (after one warm-up)")
     ap.add_argument("--no-fp32", action="store_true", help="skip the fp32 reference run")
     ap.add_argument("--attn", default="sdpa")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--any-config", action="store_true",
+                    help="accept dumps of other shapes (a CPU dry run of this flow on the tiny dump)")
     a = ap.parse_args()
     if a.tiny:
         return tiny_check(a.tiny, 1e-4)
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    dev = "cuda"
+    dev = a.device
+    cuda = dev.startswith("cuda")
     t_start = time.perf_counter()
     dumps = {}
     for name in a.cases.split(","):
@@ -274,7 +324,7 @@ def main() -> int:
     meta0 = next(iter(dumps.values()))[1]
     text, vision = json.loads(meta0["text_config"]), json.loads(meta0["vision_config"])
     layers, seed = int(meta0["layers"]), int(meta0["seed"])
-    if text != QWEN3VL_32B or vision != VISION_32B:
+    if (text != QWEN3VL_32B or vision != VISION_32B) and not a.any_config:
         raise SystemExit(f"the dump's configs are not the release's: {text} {vision}")
 
     results = {name: dict(case=name, tokens=int(d["input_ids"].numel()), ours=ours) for name, (d, _, ours) in dumps.items()}
@@ -288,15 +338,19 @@ def main() -> int:
     if not a.no_fp32:
         t0 = time.perf_counter()
         ref32 = cases[first].run(model, capture=True)
+        if "vision_features" in dumps[first][0]:
+            ref32["vision"] = cases[first].vision_features(model)
         LOG(f"fp32 reference on {first}: {time.perf_counter() - t0:.1f} s, peak "
-            f"{torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
+            f"{torch.cuda.max_memory_allocated() / 2**30 if cuda else 0:.1f} GiB")
         with torch.no_grad():  # round every parameter to bf16 in place: the bf16 fill's values
             for p in model.parameters():
                 p.data = p.data.to(torch.bfloat16)
-        torch.cuda.empty_cache()
+        if cuda:
+            torch.cuda.empty_cache()
         for c in cases.values():
             c.set_dtype(torch.bfloat16)
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
 
     for name, c in cases.items():
         d = dumps[name][0]
@@ -317,10 +371,23 @@ def main() -> int:
                 if ref32 is not None and name == first:
                     r[f"rel_{key}_vs_fp32"] = rel_l2(d[key], ref32[key])
                     r[f"transformers_bf16_vs_fp32_{key}"] = rel_l2(got[key], ref32[key])
+        if "vision_features" in d:  # the tower's share: its outputs, and the stack fed ours
+            tf_vision = c.vision_features(model)
+            r["rel_vision_features_vs_bf16"] = rel_l2(d["vision_features"].float(), tf_vision[0])
+            r["rel_deepstack_vs_bf16"] = [rel_l2(d[f"deepstack_{k}"].float(), tf_vision[1][k]) for k in range(3)]
+            if ref32 is not None and name == first and "vision" in ref32:
+                r["rel_vision_features_vs_fp32"] = rel_l2(d["vision_features"].float(), ref32["vision"][0])
+                r["transformers_bf16_vs_fp32_vision_features"] = rel_l2(tf_vision[0], ref32["vision"][0])
+            same = c.run_with_our_vision(model)
+            for key in ("hidden_2", "hidden_final"):
+                r[f"rel_{key}_vs_bf16_same_vision"] = rel_l2(d[key], same[key])
+                if ref32 is not None and name == first:
+                    r[f"transformers_same_vision_vs_fp32_{key}"] = rel_l2(same[key], ref32[key])
+            del tf_vision, same
         LOG(f"{name}: transformers {r['transformers_s_median']:.3f} s, ours {r['orochi_s_median']:.3f} s, "
             f"ratio {r['ratio']:.2f}")
         del got
-    peak = torch.cuda.max_memory_allocated() / 2**30
+    peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0
 
     g = results[first]
     acc_ok = (g.get("rel_hidden_final_vs_bf16", 1.0) <= a.tol_out and g.get("rel_hidden_2_vs_bf16", 1.0) <= a.tol_2
@@ -342,6 +409,13 @@ def main() -> int:
               f"{fmt(r.get('rel_hidden_2_vs_bf16')):>9} {fmt(r.get('rel_hidden_final_vs_bf16')):>9} "
               f"{fmt(r.get('transformers_bf16_vs_fp32_hidden_2')):>16} "
               f"{fmt(r.get('transformers_bf16_vs_fp32_hidden_final')):>9} {fmt(r.get('rel_hidden_final_vs_fp32')):>13}")
+    for name, r in results.items():
+        if "rel_vision_features_vs_bf16" in r:
+            print(f"{name}: tower outputs vs transformers bf16 {fmt(r['rel_vision_features_vs_bf16'])} (DeepStack "
+                  f"{', '.join(fmt(x) for x in r['rel_deepstack_vs_bf16'])}); transformers' tower bf16 vs fp32 "
+                  f"{fmt(r.get('transformers_bf16_vs_fp32_vision_features'))}; the stack alone (transformers fed our "
+                  f"tower's outputs): {fmt(r['rel_hidden_2_vs_bf16_same_vision'])} after 2 layers, "
+                  f"{fmt(r['rel_hidden_final_vs_bf16_same_vision'])} at layer {layers}")
     print(f"accuracy ({first}: <= {a.tol_2:g} after 2 layers, <= {a.tol_out:g} at layer {layers}): {out['result']}\n",
           flush=True)
     print(json.dumps(out), flush=True)
