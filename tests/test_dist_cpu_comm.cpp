@@ -10,7 +10,7 @@
 
 #include "core/check.h"
 #include "dist/cpu_comm.h"
-#include "dist/rank_threads.h"
+#include "dist/workers.h"
 
 namespace orochi {
 namespace {
@@ -56,7 +56,7 @@ TEST(CpuComm, AllReduceF32SumsInRankOrderOnEveryRank) {
     for (int r = 1; r < n; ++r)
       for (int64_t k = 0; k < count; ++k) expected[k] += rank_floats(r, count)[k];
     std::vector<std::vector<float>> data(n);
-    expect_all_ok(dist::run_on_ranks(n, [&](int r) {
+    expect_all_ok(dist::Workers(n).run([&](int r) {
       data[r] = rank_floats(r, count);
       return members[r]->all_reduce_sum(data[r].data(), count, DType::kF32);
     }));
@@ -80,7 +80,7 @@ TEST(CpuComm, AllReduceBf16IsBitIdenticalAndRoundedOnce) {
       expected[k] = f32_to_bf16(acc);
     }
     expect_all_ok(
-        dist::run_on_ranks(n, [&](int r) { return members[r]->all_reduce_sum(data[r].data(), count, DType::kBF16); }));
+        dist::Workers(n).run([&](int r) { return members[r]->all_reduce_sum(data[r].data(), count, DType::kBF16); }));
     for (int r = 0; r < n; ++r) EXPECT_EQ(std::memcmp(data[r].data(), expected.data(), count * 2), 0) << "rank " << r;
   }
 }
@@ -92,7 +92,7 @@ TEST(CpuComm, AllReduceIntegersAndF64) {
     std::vector<std::vector<int64_t>> i64(n);
     std::vector<std::vector<int32_t>> i32(n);
     std::vector<std::vector<double>> f64(n);
-    expect_all_ok(dist::run_on_ranks(n, [&](int r) {
+    expect_all_ok(dist::Workers(n).run([&](int r) {
       i64[r] = {r, int64_t{1} << 40, -7 * r};
       i32[r] = {r * r, -1};
       f64[r] = {0.5 * r, 1e-300};
@@ -114,7 +114,7 @@ TEST(CpuComm, AllGatherPlacesRankBlocksInOrder) {
   auto group = CpuCommGroup::create(n);
   auto members = members_of(*group);
   std::vector<std::vector<int32_t>> recv(n, std::vector<int32_t>(n * 4, -1));
-  expect_all_ok(dist::run_on_ranks(n, [&](int r) {
+  expect_all_ok(dist::Workers(n).run([&](int r) {
     const std::vector<int32_t> send = {10 * r, 10 * r + 1, 10 * r + 2, 10 * r + 3};
     return members[r]->all_gather(send.data(), recv[r].data(), 4, DType::kI32);
   }));
@@ -131,7 +131,7 @@ TEST(CpuComm, AllToAllUnevenCountsMatchNaiveExpectation) {
     auto group = CpuCommGroup::create(n);
     auto members = members_of(*group);
     std::vector<std::vector<uint16_t>> received(n);
-    expect_all_ok(dist::run_on_ranks(n, [&](int i) {
+    expect_all_ok(dist::Workers(n).run([&](int i) {
       std::vector<int64_t> sc, so, rc, ro;
       std::vector<uint16_t> send;
       int64_t recv_total = 0;
@@ -169,7 +169,7 @@ TEST(CpuComm, OverlappingTpAndSpGroupsUsedInterleaved) {
     sp_of[w] = sp[w % 2]->member(w / 2);
   }
   std::vector<std::vector<int64_t>> seen(4);
-  expect_all_ok(dist::run_on_ranks(4, [&](int w) {
+  expect_all_ok(dist::Workers(4).run([&](int w) {
     for (int64_t step = 0; step < 20; ++step) {
       int64_t x = w + 10 * step;
       OROCHI_RETURN_IF_ERROR(tp_of[w]->all_reduce_sum(&x, 1, DType::kI64));  // (w/2)*2 pair sum
@@ -191,7 +191,7 @@ TEST(CpuComm, HeartbeatIsTheMinimum) {
   auto group = CpuCommGroup::create(4);
   auto members = members_of(*group);
   std::vector<int64_t> got(4);
-  expect_all_ok(dist::run_on_ranks(4, [&](int r) {
+  expect_all_ok(dist::Workers(4).run([&](int r) {
     Expected<int64_t> m = members[r]->all_reduce_min(int64_t{10} - 3 * r);
     if (!m) return m.status();
     got[r] = *m;
@@ -204,7 +204,7 @@ TEST(CpuComm, DisagreeingCountsAndCallsFailOnEveryRank) {
   auto group = CpuCommGroup::create(2, named("sp"));
   auto members = members_of(*group);
   // Rank 0 sends 2 elements to rank 1, which expects 3.
-  std::vector<Status> s = dist::run_on_ranks(2, [&](int r) {
+  std::vector<Status> s = dist::Workers(2).run([&](int r) {
     std::vector<float> send(4, 1.0f), recv(4);
     const std::vector<int64_t> sc = {1, r == 0 ? 2 : 1}, so = {0, 1};
     const std::vector<int64_t> rc = {r == 1 ? 3 : 1, 1}, ro = {0, r == 1 ? 3 : 1};
@@ -216,7 +216,7 @@ TEST(CpuComm, DisagreeingCountsAndCallsFailOnEveryRank) {
         << st.to_string();
   }
   // Wrong list length and overlapping receive regions are named with the rank that passed them.
-  s = dist::run_on_ranks(2, [&](int r) {
+  s = dist::Workers(2).run([&](int r) {
     std::vector<float> buf(4);
     const std::vector<int64_t> rc = {2, 2}, ro = {0, r == 1 ? 1 : 2};
     return r == 0 ? members[r]->all_to_all(buf.data(), {2}, {0}, buf.data(), {2}, {0}, DType::kF32)
@@ -224,18 +224,18 @@ TEST(CpuComm, DisagreeingCountsAndCallsFailOnEveryRank) {
   });
   EXPECT_NE(s[1].message().find("rank 0 called all_to_all with bad arguments"), std::string::npos) << s[1].to_string();
   // Different operations at the same call number, then a dtype all_reduce cannot sum.
-  s = dist::run_on_ranks(2, [&](int r) {
+  s = dist::Workers(2).run([&](int r) {
     float x[2] = {1, 2};
     return r == 0 ? members[r]->all_reduce_sum(x, 1, DType::kF32) : members[r]->all_gather(x, x, 1, DType::kF32);
   });
   EXPECT_NE(s[0].message().find("took different code paths"), std::string::npos) << s[0].to_string();
-  s = dist::run_on_ranks(2, [&](int r) {
+  s = dist::Workers(2).run([&](int r) {
     uint8_t x = 1;
     return members[r]->all_reduce_sum(&x, 1, DType::kU8);
   });
   EXPECT_NE(s[1].message().find("cannot sum u8"), std::string::npos) << s[1].to_string();
   // Every rank saw the same failures, so the group is still in step and usable.
-  expect_all_ok(dist::run_on_ranks(2, [&](int r) {
+  expect_all_ok(dist::Workers(2).run([&](int r) {
     float x = 1;
     return members[r]->all_reduce_sum(&x, 1, DType::kF32);
   }));
@@ -254,7 +254,7 @@ TEST(CpuCommDeadline, StalledRankFailsEveryRankWithinTheDeadline) {
   auto members = members_of(*group);
   std::vector<double> elapsed(2);
   std::vector<Status> later(2);
-  const std::vector<Status> s = dist::run_on_ranks(2, [&](int r) {
+  const std::vector<Status> s = dist::Workers(2).run([&](int r) {
     float x = 1;
     for (int call = 0; call < 2; ++call) OROCHI_RETURN_IF_ERROR(members[r]->all_reduce_sum(&x, 1, DType::kF32));
     const auto start = Clock::now();
@@ -280,7 +280,7 @@ TEST(CpuCommDeadline, KilledRankIsNamedByItsPeers) {
   auto members = members_of(*group);
   std::vector<double> elapsed(3);
   const auto start = Clock::now();
-  const std::vector<Status> s = dist::run_on_ranks(3, [&](int r) {
+  const std::vector<Status> s = dist::Workers(3).run([&](int r) {
     std::vector<int64_t> x = {r};
     Status st = members[r]->all_reduce_sum(x.data(), 1, DType::kI64);
     if (st.is_ok())
@@ -310,7 +310,7 @@ TEST(CpuCommDeadline, RankErrorAbortsTheGroupWithoutWaitingForTheDeadline) {
     auto members = members_of(*group);
     const auto start = Clock::now();
     double rank0_elapsed = 0;
-    const std::vector<Status> s = dist::run_on_ranks(2, [&](int r) {
+    const std::vector<Status> s = dist::Workers(2).run([&](int r) {
       if (r == 1) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));  // rank 0 is waiting by now
         const Status own = invalid_argument("rank 1 could not read its shard");
@@ -335,8 +335,8 @@ TEST(CpuCommDeadline, RankErrorAbortsTheGroupWithoutWaitingForTheDeadline) {
   }
 }
 
-TEST(RankThreads, ExceptionsBecomeInternalErrors) {
-  const std::vector<Status> s = dist::run_on_ranks(3, [](int r) -> Status {
+TEST(Workers, ExceptionsBecomeInternalErrors) {
+  const std::vector<Status> s = dist::Workers(3).run([](int r) -> Status {
     OROCHI_CHECK(r != 2, "rank two breaks an invariant");
     return r == 1 ? invalid_argument("bad") : Status::ok();
   });

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "dist/cpu_comm.h"
-#include "dist/rank_threads.h"
+#include "dist/workers.h"
 #include "models/h3/parallel_forward.h"
 #include "models/h3/parallel_shard.h"
 #include "models/h3/tensor_parallel.h"
@@ -86,7 +86,7 @@ RankResults run_parallel(const h3::H3Weights& full, const h3::H3Inputs& in, cons
   RankResults run;
   run.out.resize(world);
   run.seconds.resize(world);
-  run.status = dist::run_on_ranks(world, [&](int w) {
+  run.status = dist::Workers(world).run([&](int w) {
     const auto start = std::chrono::steady_clock::now();
     Expected<h3::H3Outputs> out = h3::forward_parallel(shards[w % tp], in, tables, {tp_of[w].get(), sp_of[w].get()});
     run.seconds[w] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

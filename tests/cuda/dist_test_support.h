@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dist/comm.h"
+#include "dist/workers.h"
 
 namespace orochi::testing {
 
@@ -82,13 +83,12 @@ class TwoGpuTest : public ::testing::Test {
   // body(comm, stream) on one thread per GPU, that GPU current, as the workers of a run do.
   void run_ranks(const std::vector<std::unique_ptr<dist::Comm>>& comms,
                  const std::function<void(dist::Comm&, cudaStream_t)>& body) {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < kRanks; ++r)
-      threads.emplace_back([&, r] {
-        ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
-        body(*comms[r], streams_[r]);
-      });
-    for (auto& t : threads) t.join();
+    const std::vector<Status> ran = dist::Workers(kRanks).run([&](int r) -> Status {
+      if (cudaSetDevice(r) != cudaSuccess) return Status(ErrorCode::kInternal, "cudaSetDevice");
+      body(*comms[r], streams_[r]);
+      return Status::ok();
+    });
+    for (const Status& s : ran) ASSERT_TRUE(s.is_ok()) << s.to_string();
   }
 
   std::vector<cudaStream_t> streams_;

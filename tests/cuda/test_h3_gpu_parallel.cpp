@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cuda/device.h"
+#include "dist/cuda/gpu_parallel_context.h"
 #include "engine/run_switches.h"
 #include "models/h3/cuda/gpu_parallel.h"
 #include "support/compare.h"
@@ -19,7 +20,7 @@ namespace {
 
 using h3::gpu::H3GpuRunner;
 using h3::gpu::H3MultiGpu;
-using h3::gpu::MultiGpuLayout;
+using Layout = dist::GpuParallelOptions;  // tp x sp, deadline, fault
 using h3::gpu::RequestSize;
 using testing::narrow_config;
 using testing::narrow_request;
@@ -37,6 +38,13 @@ h3::H3Outputs one_gpu(const h3::H3Config& c, const Request& r, uint64_t seed) {
   EXPECT_TRUE((*runner)->set_request(r.timesteps, r.in).is_ok());
   EXPECT_TRUE((*runner)->forward().is_ok());
   return *(*runner)->outputs();
+}
+
+// The denoiser over GPUs 0 and 1 in `layout`, through the parallel context the engine would make.
+Expected<std::unique_ptr<H3MultiGpu>> make_multi_gpu(const h3::H3Config& c, const Layout& layout, const RequestSize& max,
+                                                     const h3::gpu::RunnerOptions& options = {}) {
+  OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context({0, 1}, layout));
+  return H3MultiGpu::create(c, std::move(context), max, {}, options);
 }
 
 void expect_close(const h3::H3Outputs& got, const h3::H3Outputs& want, const char* what) {
@@ -58,14 +66,14 @@ void expect_forward_matches(H3MultiGpu& mg, const Request& r, uint64_t seed, con
   expect_close(*got, want, what.c_str());
 }
 
-class H3GpuParallel : public ::testing::TestWithParam<MultiGpuLayout> {};
+class H3GpuParallel : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(H3GpuParallel, MatchesOneGpu) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   const h3::H3Config c = narrow_config();
   const Request r = narrow_request(c);
   const h3::H3Outputs want = one_gpu(c, r, 3);
-  auto mg = H3MultiGpu::create(c, {0, 1}, GetParam(), r.size);
+  auto mg = make_multi_gpu(c, GetParam(), r.size);
   ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
   ASSERT_TRUE((*mg)->init_random_weights(3).is_ok());
   ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());
@@ -79,7 +87,7 @@ TEST_P(H3GpuParallel, MatchesOneGpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, H3GpuParallel,
-                         ::testing::Values(MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}),
+                         ::testing::Values(Layout{.tp = 2, .sp = 1}, Layout{.tp = 1, .sp = 2}),
                          [](const auto& info) { return info.param.tp > 1 ? std::string("TP2") : std::string("SP2"); });
 
 // The run switches (engine/run_switches.h) that choose SP2's schemes, as the engine passes them.
@@ -100,36 +108,36 @@ TEST(H3GpuParallelSchemes, SpHeadsAndSplitAttentionMatchOneGpu) {
   const h3::H3Outputs want = one_gpu(c, r, 5);
   const std::pair<const char*, const char*> schemes[] = {{"heads", "whole"}, {"gather", "split"}, {"heads", "split"}};
   for (const auto& [qkv, attention] : schemes) {
-    auto mg = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size, {}, sp_switches(qkv, attention));
+    auto mg = make_multi_gpu(c, Layout{.tp = 1, .sp = 2}, r.size, sp_switches(qkv, attention));
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
     expect_forward_matches(**mg, r, 5, want, std::string("SP2 qkv=") + qkv + " attention=" + attention);
   }
 }
 
-// Rows split by weight instead of evenly (a slower GPU takes fewer): given in the layout with the
-// default q/k/v scheme, and through the sp-weights switch with the heads scheme and split attention.
+// Rows split by weight instead of evenly (a slower GPU takes fewer): given in the runner options
+// with the default q/k/v scheme, and through the sp-weights switch with the heads scheme and split
+// attention.
 TEST(H3GpuParallelSchemes, SpWeightedRowsMatchOneGpu) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   const h3::H3Config c = narrow_config();
   const Request r = narrow_request(c);
   const h3::H3Outputs want = one_gpu(c, r, 5);
   for (bool from_switch : {false, true}) {
-    MultiGpuLayout layout{.tp = 1, .sp = 2};
     h3::gpu::RunnerOptions options;
     if (from_switch) options = sp_switches("heads", "split", "0.8,1.2");
-    else layout.sp_weights = {1.3, 0.7};
-    auto mg = H3MultiGpu::create(c, {0, 1}, layout, r.size, {}, options);
+    else options.sp.row_weights = {1.3, 0.7};
+    auto mg = make_multi_gpu(c, Layout{.tp = 1, .sp = 2}, r.size, options);
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
-    ASSERT_EQ((*mg)->layout().sp_weights.size(), 2u);
+    ASSERT_EQ((*mg)->sp_weights().size(), 2u);
     expect_forward_matches(**mg, r, 5, want,
                            from_switch ? "SP2 rows 0.8:1.2 (switch), qkv=heads attention=split" : "SP2 rows 1.3:0.7");
   }
-  auto bad = H3MultiGpu::create(c, {0, 1}, MultiGpuLayout{.tp = 1, .sp = 2}, r.size, {}, sp_switches("auto", "whole", "1,1,1"));
+  auto bad = make_multi_gpu(c, Layout{.tp = 1, .sp = 2}, r.size, sp_switches("auto", "whole", "1,1,1"));
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find("sp-weights"), std::string::npos) << bad.status().to_string();
-  MultiGpuLayout zero{.tp = 1, .sp = 2};
-  zero.sp_weights = {1, 0};  // given in the layout: the same check
-  auto refused = H3MultiGpu::create(c, {0, 1}, zero, r.size);
+  h3::gpu::RunnerOptions zero;
+  zero.sp.row_weights = {1, 0};  // given in the options directly: the same check
+  auto refused = make_multi_gpu(c, Layout{.tp = 1, .sp = 2}, r.size, zero);
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument) << refused.status().to_string();
 }
@@ -143,8 +151,8 @@ TEST(H3GpuParallelGolden, TinyTp2AndSp2WithinTheBf16Band) {
   const h3::H3Inputs in = testing::golden_inputs(*golden);
   const Tensor timesteps = testing::golden_tensor(*golden, "in.timestep");
   const RequestSize size{in.rows(), in.text.dim(0), in.video.dim(0), in.audio.dim(0), timesteps.numel()};
-  for (const MultiGpuLayout& layout : {MultiGpuLayout{.tp = 2, .sp = 1}, MultiGpuLayout{.tp = 1, .sp = 2}}) {
-    auto mg = H3MultiGpu::create(w->config, {0, 1}, layout, size);
+  for (const Layout& layout : {Layout{.tp = 2, .sp = 1}, Layout{.tp = 1, .sp = 2}}) {
+    auto mg = make_multi_gpu(w->config, layout, size);
     ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
     ASSERT_TRUE((*mg)->upload_weights(*w).is_ok());
     ASSERT_TRUE((*mg)->set_request(timesteps, in).is_ok());
@@ -164,10 +172,10 @@ TEST(H3GpuParallelDeadline, AStalledRankEndsTheForwardWithItsName) {
   if (!two_gpus()) GTEST_SKIP() << "needs 2 GPUs";
   const h3::H3Config c = narrow_config();
   const Request r = narrow_request(c);
-  MultiGpuLayout layout{.tp = 1, .sp = 2};
+  Layout layout{.tp = 1, .sp = 2};
   layout.comm_deadline = std::chrono::milliseconds(1000);
   layout.fault = {dist::FaultInjection::Kind::kStall, 1, 5};  // rank 1 stops at its 6th exchange
-  auto mg = H3MultiGpu::create(c, {0, 1}, layout, r.size);
+  auto mg = make_multi_gpu(c, layout, r.size);
   ASSERT_TRUE(mg.has_value()) << mg.status().to_string();
   ASSERT_TRUE((*mg)->init_random_weights(3).is_ok());
   ASSERT_TRUE((*mg)->set_request(r.timesteps, r.in).is_ok());

@@ -13,6 +13,7 @@
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/ops_vae.h"
+#include "dist/cuda/gpu_parallel_context.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
 #include "models/h3_video_vae/parameters.h"
 #include "support/random.h"
@@ -340,11 +341,14 @@ TEST_F(VaeGpuDecoder, ChunksSharedWithAHelperGpuGiveTheOneGpuVideo) {
   int gpus = 0;
   ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
   auto helper = GpuVideoDecoder::create(weights_.config, gpus > 1 ? 1 : 0, tokens);
+  // One worker per decoding GPU, as the engine's CUDA backend makes for the decode.
+  auto workers = dist::make_gpu_context({0, gpus > 1 ? 1 : 0});
+  ASSERT_TRUE(workers.has_value()) << workers.status().to_string();
   ASSERT_TRUE(helper.has_value()) << helper.status().to_string();
   ASSERT_STATUS_OK((*helper)->upload(weights_));
   std::vector<std::pair<int64_t, int64_t>> progress;
   ASSERT_OK_AND_ASSIGN(Tensor shared, one->decode(z, options, [&](int64_t d, int64_t n) { progress.push_back({d, n}); },
-                                                  {helper->get()}));
+                                                  {helper->get()}, workers->get()));
   EXPECT_EQ(progress.size(), 3u);
   EXPECT_EQ(progress.back(), (std::pair<int64_t, int64_t>{3, 3}));
   const bool same = bit_equal(shared, whole);
@@ -355,7 +359,8 @@ TEST_F(VaeGpuDecoder, ChunksSharedWithAHelperGpuGiveTheOneGpuVideo) {
   ASSERT_OK_AND_ASSIGN(auto part, (*helper)->decode_clips(z, 1, 3, options));
   EXPECT_EQ(part.clips.size(), 2u);
   EXPECT_FALSE((*helper)->decode_clips(z, 2, 4, options).has_value());
-  EXPECT_FALSE(one->decode(z, options, nullptr, {one.get()}).has_value());  // not its own helper
+  EXPECT_FALSE(one->decode(z, options, nullptr, {one.get()}, workers->get()).has_value());  // not its own helper
+  EXPECT_FALSE(one->decode(z, options, nullptr, {helper->get()}).has_value());  // helpers need the workers
 }
 
 TEST_F(VaeGpuDecoder, RandomInitIsReproducibleAndFinite) {

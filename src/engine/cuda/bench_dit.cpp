@@ -18,6 +18,7 @@
 #include "core/format.h"
 #include "engine/bench_streaming.h"
 #include "engine/cuda/cuda_backend.h"
+#include "dist/cuda/gpu_parallel_context.h"
 #include "models/h3/cuda/gpu_parallel.h"
 #include "models/h3/cuda/gpu_runner.h"
 #include "models/h3/flops.h"
@@ -114,8 +115,11 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees degrees,
                           planner::choose_parallel(o.parallel, config, o.gpus, static_cast<double>(total) / kGiB,
                                                    weights_gib, request_gib));
-  h3::gpu::MultiGpuLayout parallel{.tp = degrees.tp, .sp = degrees.sp,
-                                   .comm_deadline = std::chrono::milliseconds(int64_t{o.comm_timeout_s} * 1000), .fault = {}};
+  dist::GpuParallelOptions parallel;
+  parallel.tp = degrees.tp;
+  parallel.sp = degrees.sp;
+  parallel.comm_deadline = std::chrono::milliseconds(int64_t{o.comm_timeout_s} * 1000);
+  parallel.pace = o.switches.sp.pace;
   std::optional<StreamingChoice> streaming;
   h3::gpu::WeightStreaming weight_streaming;
   if (o.vram_per_gpu_gib) {
@@ -132,12 +136,13 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   std::vector<int> devices;
   for (int g = 0; g < degrees.tp * degrees.sp; ++g) devices.push_back(o.device + g);
   const h3::gpu::RunnerOptions runner_options{o.switches.kernels, o.switches.sp};
-  OROCHI_ASSIGN_OR_RETURN(auto created, h3::gpu::H3MultiGpu::create(config, devices, parallel, size, weight_streaming,
+  OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context(devices, parallel));
+  OROCHI_ASSIGN_OR_RETURN(auto created, h3::gpu::H3MultiGpu::create(config, std::move(context), size, weight_streaming,
                                                                     runner_options));
   h3::gpu::H3MultiGpu& gpus_run = *created;
   if (devices.size() > 1) {
     std::string weights;  // the sp-weights switch, when the rows do not split evenly
-    for (double w : gpus_run.layout().sp_weights) {
+    for (double w : gpus_run.sp_weights()) {
       char text[32];
       std::snprintf(text, sizeof(text), "%g", w);
       weights += (weights.empty() ? "; SP rows weighted " : ",") + std::string(text);

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-#include "dist/rank_threads.h"
+#include "dist/cuda/gpu_parallel_context.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
@@ -29,23 +29,24 @@ class GpuVideo final : public pipeline::VideoDecoder {
   // A decoder on `device` for latent canvases up to (height, width).
   using MakeOn = std::function<Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>>(int device, int64_t latent_height,
                                                                                        int64_t latent_width)>;
-  GpuVideo(h3vae::VideoVaeConfig config, MakeOn make, std::vector<int> devices, std::string name)
-      : config_(std::move(config)), make_(std::move(make)), devices_(std::move(devices)), name_(std::move(name)) {}
+  // `workers`: one per GPU that shares the decode (the first decodes and assembles).
+  GpuVideo(h3vae::VideoVaeConfig config, MakeOn make, std::shared_ptr<dist::ParallelContext> workers, std::string name)
+      : config_(std::move(config)), make_(std::move(make)), workers_(std::move(workers)), name_(std::move(name)) {}
   const h3vae::VideoVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
   Expected<Tensor> decode(const Tensor& latents, const pipeline::ChunkCallback& on_chunk) override {
     using Clock = std::chrono::steady_clock;
     // Every GPU's decoder is made (weights uploaded or generated) at the same time.
-    std::vector<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> made(devices_.size());
-    const std::vector<Status> failed = dist::run_on_ranks(static_cast<int>(devices_.size()), [&](int g) -> Status {
-      OROCHI_ASSIGN_OR_RETURN(made[g], make_(devices_[g], latents.dim(2), latents.dim(3)));  // [C, T, H, W]
-      return Status::ok();
-    });
+    std::vector<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> made(static_cast<size_t>(workers_->workers()));
+    OROCHI_RETURN_IF_ERROR(workers_
+                               ->run([&](int g) -> Status {
+                                 // [C, T, H, W]
+                                 OROCHI_ASSIGN_OR_RETURN(made[g], make_(workers_->device(g), latents.dim(2), latents.dim(3)));
+                                 return Status::ok();
+                               })
+                               .with_context("video decoder"));
     std::vector<h3vae::gpu::GpuVideoDecoder*> helpers;
-    for (size_t g = 0; g < made.size(); ++g) {
-      if (!failed[g].is_ok()) return failed[g].with_context("video decoder on GPU " + std::to_string(devices_[g]));
-      if (g > 0) helpers.push_back(made[g].get());
-    }
+    for (size_t g = 1; g < made.size(); ++g) helpers.push_back(made[g].get());
     auto last = Clock::now();
     // The GPU decoder follows the reference's fp16 autocast, whose chunk and tile blends run in fp16.
     h3vae::DecodeOptions options;
@@ -54,13 +55,13 @@ class GpuVideo final : public pipeline::VideoDecoder {
       const auto now = Clock::now();
       if (on_chunk) on_chunk(done, total, std::chrono::duration<double>(now - last).count());
       last = now;
-    }, helpers);
+    }, helpers, workers_.get());
   }
 
  private:
   h3vae::VideoVaeConfig config_;
   MakeOn make_;
-  std::vector<int> devices_;
+  std::shared_ptr<dist::ParallelContext> workers_;
   std::string name_;
 };
 
@@ -93,17 +94,25 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
   const int device = placement.device;
   std::vector<int> devices;
   for (int i = 0; i < placement.tp * placement.sp; ++i) devices.push_back(device + i);
-  const h3::gpu::MultiGpuLayout layout{.tp = placement.tp, .sp = placement.sp,
-                                       .comm_deadline = std::chrono::seconds(placement.comm_timeout_s)};
+  // The denoiser's parallel context: its tp x sp groups and workers, freed with the denoiser.
+  dist::GpuParallelOptions parallel;
+  parallel.tp = placement.tp;
+  parallel.sp = placement.sp;
+  parallel.comm_deadline = std::chrono::seconds(placement.comm_timeout_s);
+  parallel.pace = placement.switches.sp.pace;
+  OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context(devices, parallel));
   const h3::gpu::WeightStreaming streaming{placement.streamed, placement.slots, h3::gpu::WeightTier::kHost, -1};
   const h3::gpu::RunnerOptions runner_options{placement.switches.kernels, placement.switches.sp};
-  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, devices, layout, pipeline::request_size(plan),
-                                                                      streaming, runner_options));
+  OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, std::move(context),
+                                                                      pipeline::request_size(plan), streaming,
+                                                                      runner_options));
   OROCHI_RETURN_IF_ERROR(fill_denoiser(*denoiser));
   g.device_name = denoiser->device_name();
   g.denoiser = std::move(denoiser);
   std::vector<int> decode_devices;
   for (int i = 0; i < std::max(placement.decode_gpus, 1); ++i) decode_devices.push_back(device + i);
+  // The decode's workers (no groups: the helpers' clips come over by peer copies).
+  OROCHI_ASSIGN_OR_RETURN(auto decode_workers, dist::make_gpu_context(decode_devices));
   g.video = std::make_unique<GpuVideo>(
       video,
       [=](int on, int64_t latent_height, int64_t latent_width) -> Expected<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> {
@@ -113,7 +122,7 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
         OROCHI_RETURN_IF_ERROR(fill_video(*d));
         return d;
       },
-      decode_devices, g.device_name);
+      std::move(decode_workers), g.device_name);
   g.audio = std::make_unique<GpuAudio>(
       audio,
       [=](int64_t audio_latents) -> Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>> {

@@ -2,25 +2,30 @@
 
 #include <cuda_runtime_api.h>
 
+#include "dist/cuda/gpu_parallel_context.h"
+
 namespace orochi::h3::gpu {
 
 Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, int device, const RequestSize& max) {
-  return create(config, std::vector<int>{device}, MultiGpuLayout{}, max);
+  OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context({device}));  // one GPU: a worker, no groups
+  return create(config, std::move(context), max);
 }
 
-Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config, const std::vector<int>& devices,
-                                                           const MultiGpuLayout& layout, const RequestSize& max,
-                                                           const WeightStreaming& streaming,
+Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& config,
+                                                           std::shared_ptr<dist::ParallelContext> context,
+                                                           const RequestSize& max, const WeightStreaming& streaming,
                                                            const RunnerOptions& options) {
   std::unique_ptr<GpuDenoiser> d(new GpuDenoiser());
   d->config_ = config;
-  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, devices, layout, max, streaming, options));
+  OROCHI_ASSIGN_OR_RETURN(d->gpus_, H3MultiGpu::create(config, std::move(context), max, streaming, options));
+  const H3MultiGpu& gpus = *d->gpus_;
+  const int first = gpus.device(0), world = gpus.world_size();
   cudaDeviceProp prop{};
-  d->device_name_ = "cuda:" + std::to_string(devices.front());
-  if (devices.size() > 1)
-    d->device_name_ += "-" + std::to_string(devices.back()) + " (tp " + std::to_string(layout.tp) + " x sp " +
-                       std::to_string(layout.sp) + ")";
-  if (cudaGetDeviceProperties(&prop, devices.front()) == cudaSuccess) d->device_name_ += std::string(" ") + prop.name;
+  d->device_name_ = "cuda:" + std::to_string(first);
+  if (world > 1)
+    d->device_name_ += "-" + std::to_string(gpus.device(world - 1)) + " (tp " + std::to_string(gpus.grid().tp) +
+                       " x sp " + std::to_string(gpus.grid().sp) + ")";
+  if (cudaGetDeviceProperties(&prop, first) == cudaSuccess) d->device_name_ += std::string(" ") + prop.name;
   return d;
 }
 

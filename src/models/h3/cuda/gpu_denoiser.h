@@ -17,10 +17,10 @@ class GpuDenoiser final : public Denoiser {
  public:
   // `max` bounds the request (rows, text rows, video/audio rows, timesteps of the whole schedule).
   static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, int device, const RequestSize& max);
-  // devices.size() == layout.tp * layout.sp GPUs of this process.
-  static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, const std::vector<int>& devices,
-                                                       const MultiGpuLayout& layout, const RequestSize& max,
-                                                       const WeightStreaming& streaming = {},
+  // On the context's tp x sp GPUs (dist/cuda/gpu_parallel_context.h), its groups and workers.
+  static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config,
+                                                       std::shared_ptr<dist::ParallelContext> context,
+                                                       const RequestSize& max, const WeightStreaming& streaming = {},
                                                        const RunnerOptions& options = {});
 
   Status init_random_weights(uint64_t seed) { return gpus_->init_random_weights(seed); }

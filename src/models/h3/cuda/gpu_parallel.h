@@ -1,44 +1,30 @@
-// The H3 denoiser on several GPUs of this host, every GPU on the same request: one H3GpuRunner and
-// one worker thread per GPU, TP x SP (tensor_parallel.h) over NCCL groups created here and handed
-// to the runners. World rank w = sp_rank * tp + tp_rank, so TP groups are neighbours.
+// The H3 denoiser on several GPUs of this host, every GPU on the same request: one H3GpuRunner per
+// rank of a dist::ParallelContext (dist/cuda/gpu_parallel_context.h), TP x SP (tensor_parallel.h)
+// over the context's groups. The context owns the groups and the workers; this class only takes
+// each rank's members and fans out through the context. World rank w = sp_rank * tp + tp_rank.
 //
-//   auto mg = H3MultiGpu::create(config, {0, 1}, {.tp = 1, .sp = 2}, max);
+//   auto ctx = dist::make_gpu_context({0, 1}, {.tp = 1, .sp = 2});
+//   auto mg = H3MultiGpu::create(config, *ctx, max);
 //   mg->init_random_weights(seed);  mg->set_request(t, in);  mg->forward();  mg->outputs();
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/parallel_context.h"
 #include "models/h3/cuda/gpu_runner.h"
-
-namespace orochi::dist {
-class NcclGroup;
-class PeerCopyGroup;
-}
 
 namespace orochi::h3::gpu {
 
-struct MultiGpuLayout {
-  int tp = 1, sp = 1;
-  std::chrono::milliseconds comm_deadline{60'000};  // --comm-timeout
-  dist::FaultInjection fault = {};                   // tests only: applied to the first TP or SP group
-  // Ulysses exchanges by the GPUs' copy engines (dist/cuda/peer_copy_comm.h) when every SP pair has
-  // peer access, so they overlap attention and GEMMs; NCCL otherwise (and always for TP's sums).
-  bool sp_copy_engines = true;
-  // Relative speeds of the SP ranks (ParallelRank::sp_weights); empty: RunnerOptions' sp row weights,
-  // else even.
-  std::vector<double> sp_weights = {};
-};
-
 class H3MultiGpu {
  public:
-  // `streaming`: transformer blocks streamed from a tier (one GPU only, for now).
-  static Expected<std::unique_ptr<H3MultiGpu>> create(const H3Config& config, const std::vector<int>& devices,
-                                                      const MultiGpuLayout& layout, const RequestSize& max,
-                                                      const WeightStreaming& streaming = {},
+  // The context's layout on its first tp x sp GPUs; it is kept until this is destroyed.
+  // `streaming`: transformer blocks streamed from a tier (one GPU only, for now). The SP ranks'
+  // row weights are options.sp.row_weights (empty: an even split).
+  static Expected<std::unique_ptr<H3MultiGpu>> create(const H3Config& config,
+                                                      std::shared_ptr<dist::ParallelContext> context,
+                                                      const RequestSize& max, const WeightStreaming& streaming = {},
                                                       const RunnerOptions& options = {});
   ~H3MultiGpu();
 
@@ -50,25 +36,25 @@ class H3MultiGpu {
   bool request_fits(const RequestSize& size) const;
   Status set_request(const Tensor& timesteps, const H3Inputs& inputs);
   Status update_rows(const H3Inputs& inputs);
-  // Every rank's forward, each on its own thread; returns when all are done (or one failed).
+  // Every rank's forward, each on its worker; returns when all are done (or one failed).
   Status forward();
   Expected<H3Outputs> outputs();
 
   int world_size() const { return static_cast<int>(runners_.size()); }
   H3GpuRunner& runner(int rank) { return *runners_[rank]; }
-  const MultiGpuLayout& layout() const { return layout_; }
-  // Runs fn(rank) on one thread per GPU (device already set); the first failure, naming the rank.
-  Status on_every_rank(const std::function<Status(int rank)>& fn);
+  const dist::RankGrid& grid() const { return context_->grid(); }
+  const std::vector<double>& sp_weights() const { return sp_weights_; }  // empty: an even split
+  int device(int rank) const { return context_->device(rank); }
 
  private:
   H3MultiGpu() = default;
-  MultiGpuLayout layout_;
-  std::vector<int> devices_;
+  // fn(rank) on every rank's worker (the context's fan-out); the first failure, naming the rank.
+  Status on_every_rank(const std::function<Status(int rank)>& fn);
+
+  std::shared_ptr<dist::ParallelContext> context_;  // first: its groups and streams outlive the runners
+  std::vector<double> sp_weights_;
   RequestSize request_;
   std::vector<std::unique_ptr<H3GpuRunner>> runners_;
-  std::vector<std::shared_ptr<dist::NcclGroup>> groups_;
-  std::vector<std::shared_ptr<dist::PeerCopyGroup>> copy_groups_;
-  std::vector<std::unique_ptr<dist::Comm>> tp_members_, sp_members_;  // by world rank (null: size 1)
 };
 
 }  // namespace orochi::h3::gpu

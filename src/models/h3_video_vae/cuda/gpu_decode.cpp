@@ -8,7 +8,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/vae_stitch.h"
-#include "dist/rank_threads.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
 
 namespace orochi::h3vae::gpu {
@@ -84,12 +83,17 @@ Expected<Tensor> GpuVideoDecoder::decode_chunk(const Tensor& latents, int64_t ch
 }
 
 Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOptions& options,
-                                         const ChunkProgress& progress, const std::vector<GpuVideoDecoder*>& helpers) {
+                                         const ChunkProgress& progress, const std::vector<GpuVideoDecoder*>& helpers,
+                                         dist::ParallelContext* workers) {
   OROCHI_RETURN_IF_ERROR(check_ready("decode"));
   OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, check_decodable(latents, options));
   for (GpuVideoDecoder* h : helpers)
     if (h == nullptr || h == this || !h->has_weights() || h->max_tokens() < max_tokens_)
       return invalid_argument("a helper decoder must be another loaded GpuVideoDecoder planned for these tiles");
+  if (!helpers.empty() && (workers == nullptr || workers->workers() < 1 + static_cast<int>(helpers.size())))
+    return invalid_argument("a decode with " + std::to_string(helpers.size()) +
+                            " helpers needs a parallel context of one worker per GPU (" +
+                            std::to_string(1 + helpers.size()) + ")");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // One arena for this decode: every tile of a chunk, the current and previous clip, the video.
   const VideoVaeConfig& c = config_;
@@ -152,9 +156,9 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
       OROCHI_CUDA_RETURN_IF_ERROR(place(clip, tail_start, tail_len, chunks * block, nullptr));
     return Status::ok();
   };
-  // One worker per part (dist::run_on_ranks: a failed check comes back as that part's error): part
-  // 0 is this GPU's own run, the others are the helpers'.
-  const std::vector<Status> ran = dist::run_on_ranks(parts, [&](int part) -> Status {
+  // One worker per part (the context's fan-out: a failed check comes back as that part's error):
+  // part 0 is this GPU's own run, the others are the helpers'. Alone, on the caller's thread.
+  auto run_part = [&](int part) -> Status {
     if (part > 0) {
       const auto [first, last] = run_of(part);
       helped[static_cast<size_t>(part)] =
@@ -169,9 +173,10 @@ Expected<Tensor> GpuVideoDecoder::decode(const Tensor& latents, const DecodeOpti
       report();
     }
     return Status::ok();
-  });
+  };
+  const Status ran = parts == 1 ? dist::call_rank(run_part, 0) : workers->run(parts, run_part);
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-  for (const Status& s : ran) OROCHI_RETURN_IF_ERROR(s);
+  OROCHI_RETURN_IF_ERROR(ran);
   for (int part = 1; part < parts; ++part) {
     Expected<DeviceClips>& got = helped[static_cast<size_t>(part)];
     if (!got) return got.status().with_context("video decode on GPU " + std::to_string(helpers[part - 1]->device()));

@@ -32,6 +32,7 @@
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
+#include "dist/parallel_context.h"
 #include "models/h3_video_vae/cuda/gpu_vae_weights.h"
 #include "models/h3_video_vae/temporal.h"
 
@@ -76,11 +77,12 @@ class GpuVideoDecoder {
   // arithmetic, bit for bit), one download at the end. Allocates one arena for the decode's tiles,
   // two clips and the video (sized from the plan) for the duration of the call. With `helpers`
   // (decoders on other GPUs, same weights) the chunks are shared in contiguous runs: each helper
-  // decodes its run on its own thread (decode_clips), this GPU decodes the first, then copies the
-  // helpers' clips over (peer copies) and fades them in order, so the video is bit-identical to
-  // the one-GPU decode.
+  // decodes its run on a worker of `workers` (decode_clips; worker 0 decodes this GPU's run, worker
+  // i helper i's, so it needs 1 + helpers.size() of them), then this GPU copies the helpers' clips
+  // over (peer copies) and fades them in order, so the video is bit-identical to the one-GPU decode.
   Expected<Tensor> decode(const Tensor& latents, const DecodeOptions& options = {},
-                          const ChunkProgress& progress = nullptr, const std::vector<GpuVideoDecoder*>& helpers = {});
+                          const ChunkProgress& progress = nullptr, const std::vector<GpuVideoDecoder*>& helpers = {},
+                          dist::ParallelContext* workers = nullptr);
 
   // Chunks [first, last) of `latents`, each stitched on this GPU into a raw clip [out_ch, 28, H·p,
   // W·p] kept in device memory (an arena of the call's own), finished when this returns:
