@@ -4,10 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "engine/engine.h"
 #include "engine/model_family.h"
 #include "engine/run_switches.h"
+#include "models/h3/transformer.h"
+#include "models/h3/weights.h"
+#include "pipeline/packed_layout.h"
+#include "pipeline/random_inputs.h"
+#include "pipeline/video_geometry.h"
 #include "support/paths.h"
 
 namespace orochi::engine {
@@ -133,6 +139,66 @@ TEST(Engine, OpenChecksOptionsAndDevicesBeforeAnyModel) {
     ASSERT_FALSE(d.has_value());
     EXPECT_NE(d.status().message().find("needs a GPU"), std::string::npos) << d.status().message();
   }
+}
+
+// `orochi forward` through the engine: a transformer folder alone opens on the CPU, the forward
+// goes through the family-neutral denoiser interface and gives h3::forward's bits on the same
+// inputs, and such an engine refuses a generation (it has no decoders).
+TEST(Engine, ForwardOnATransformerFolderIsTheReferenceForward) {
+  const std::string dir = testing::test_data_dir() + "/h3_tiny/transformer";
+  ModelSource source;
+  source.transformer_dir = dir;
+  EngineOptions options;
+  options.device = "cpu";
+  Expected<std::unique_ptr<Engine>> engine = Engine::open(source, options);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  ForwardRequest request;
+  request.width = 64;
+  request.height = 64;
+  request.frames = 5;
+  request.text_rows = 6;
+  request.seed = 3;
+  Expected<ForwardResult> out = (*engine)->forward(request);
+  ASSERT_TRUE(out.has_value()) << out.status().to_string();
+  EXPECT_GT(out->load_s, 0.0);
+
+  Expected<h3::H3Weights> w = h3::load_weights(dir);
+  ASSERT_TRUE(w.has_value()) << w.status().to_string();
+  Expected<pipeline::VideoGeometry> g = pipeline::video_geometry(64, 64, 5);
+  ASSERT_TRUE(g.has_value());
+  pipeline::LayoutRequest layout_request;
+  layout_request.text_rows = 6;
+  layout_request.latent_frames = g->latent_frames;
+  layout_request.latent_height = g->latent_height;
+  layout_request.latent_width = g->latent_width;
+  layout_request.audio_latents = g->audio_latents;
+  layout_request.patch_h = w->config.patch_size[1];
+  layout_request.patch_w = w->config.patch_size[2];
+  Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(layout_request);
+  ASSERT_TRUE(layout.has_value()) << layout.status().to_string();
+  const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(*layout, 0.3f, 0.4f);
+  const h3::H3Inputs in = pipeline::random_h3_inputs(w->config, *layout, ts, 3);
+  Expected<h3::H3Outputs> want = h3::forward(*w, in, h3::compute_modulation_tables(*w, ts.timesteps));
+  ASSERT_TRUE(want.has_value()) << want.status().to_string();
+  ASSERT_EQ(out->video.shape(), want->video.shape());
+  ASSERT_EQ(out->audio.shape(), want->audio.shape());
+  EXPECT_EQ(0, std::memcmp(out->video.raw_data(), want->video.raw_data(), want->video.nbytes()));
+  EXPECT_EQ(0, std::memcmp(out->audio.raw_data(), want->audio.raw_data(), want->audio.nbytes()));
+
+  // Bad requests are refused by the checks a client runs before opening.
+  request.frames = 100;
+  EXPECT_EQ(Engine::check_forward(request).code(), ErrorCode::kInvalidArgument);
+  request.frames = 5;
+  request.t_video = 1.5;
+  EXPECT_FALSE(Engine::check_forward(request).is_ok());
+
+  Expected<RunPlan> plan = (*engine)->plan(small_request(1));
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_NE(plan.status().message().find("transformer folder alone"), std::string::npos) << plan.status().message();
+  ModelSource both;
+  both.transformer_dir = dir;
+  both.dir = testing::test_data_dir() + "/h3_tiny";
+  EXPECT_FALSE(Engine::open(both, options).has_value());
 }
 
 TEST(ModelFamily, DetectsH3AndNamesItsWorkflows) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "models/h3/denoiser.h"
 #include "pipeline/finite_check.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
@@ -15,15 +16,15 @@ namespace orochi::pipeline {
 namespace {
 
 // The demo's denoiser, with one step's velocity poisoned.
-class PoisonedDenoiser final : public h3::Denoiser {
+class PoisonedDenoiser final : public models::Denoiser {
  public:
   PoisonedDenoiser(const h3::H3Weights& w, int64_t bad_step) : inner_(w), bad_step_(bad_step) {}
-  const h3::H3Config& config() const override { return inner_.config(); }
   std::string device_name() const override { return "CPU (poisoned)"; }
+  models::SequenceWidths widths() const override { return inner_.widths(); }
   Status prepare(const Tensor& timesteps) override { return inner_.prepare(timesteps); }
-  Expected<h3::H3Outputs> forward(const h3::H3Inputs& in) override {
-    OROCHI_ASSIGN_OR_RETURN(h3::H3Outputs out, inner_.forward(in));
-    if (++step_ == bad_step_) out.video.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  Expected<std::vector<Tensor>> forward(const models::PackedSequence& in) override {
+    OROCHI_ASSIGN_OR_RETURN(std::vector<Tensor> out, inner_.forward(in));
+    if (++step_ == bad_step_) out[h3::kVideoStream].data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
     return out;
   }
 
@@ -35,8 +36,8 @@ class PoisonedDenoiser final : public h3::Denoiser {
 class InfiniteAudio final : public AudioDecoder {
  public:
   explicit InfiniteAudio(const h3_audio::AudioDecoderWeights& w) : inner_(w) {}
-  const h3_audio::AudioVaeConfig& config() const override { return inner_.config(); }
   std::string device_name() const override { return "CPU (infinite)"; }
+  int sample_rate() const override { return inner_.sample_rate(); }
   Expected<Tensor> decode(const Tensor& latents) override {
     OROCHI_ASSIGN_OR_RETURN(Tensor out, inner_.decode(latents));
     out.data<float>()[0] = std::numeric_limits<float>::infinity();

@@ -1,6 +1,6 @@
 // `orochi forward [PATH] [options]`: one MiniMax-H3 denoiser forward on the CPU over a packed t2va
-// layout with random inputs: the built-in tiny demo model without PATH, else a transformer folder.
-#include <chrono>
+// layout with random inputs (Engine::forward): the built-in tiny demo model without PATH, else a
+// transformer folder.
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -9,22 +9,11 @@
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/request_limits.h"
-#include "core/format.h"
-#include "core/host_memory.h"
-#include "models/h3/summary.h"
+#include "engine/engine.h"
 #include "models/h3/transformer.h"
-#include "pipeline/packed_layout.h"
-#include "pipeline/random_inputs.h"
-#include "pipeline/video_geometry.h"
-#include "weights/model_folder.h"
 
 namespace orochi::apps {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 struct Stats {
   double mean = 0, stddev = 0, absmax = 0;
@@ -53,7 +42,7 @@ int run_forward(const std::vector<std::string>& argv) {
       argv, {"width", "height", "frames", "text-rows", "seed", "t-video", "t-audio"}, {"json"});
   if (!args) return fail(args.status());
   const bool demo = args->positionals().empty();
-  // The canvas and frames are the pipeline's to check (video_geometry suggests valid requests).
+  engine::ForwardRequest request;
   Expected<int64_t> width = args->get_int("width", demo ? 128 : 256);
   Expected<int64_t> height = args->get_int("height", demo ? 64 : 256);
   Expected<int64_t> frames = args->get_int("frames", 22);
@@ -64,83 +53,50 @@ int run_forward(const std::vector<std::string>& argv) {
   for (const Status& s : {width.status(), height.status(), frames.status(), text_rows.status(), seed.status(),
                           t_video.status(), t_audio.status()})
     if (!s.is_ok()) return fail(s);
-  if (!(*t_video >= 0 && *t_video <= 1 && *t_audio >= 0 && *t_audio <= 1))
-    return fail(invalid_argument("--t-video and --t-audio are timesteps in [0, 1] (1 = clean)"));
-
-  Expected<pipeline::VideoGeometry> geometry = pipeline::video_geometry(*width, *height, *frames);
-  if (!geometry) return fail(geometry.status());
-
-  // 1. Weights: the demo's are generated, a checkpoint's are checked against free RAM first
-  //    (the CPU path holds every weight in f32).
-  const auto t_load = Clock::now();
-  h3::H3Weights weights;
-  std::string model_name;
-  if (demo) {
-    weights = h3::random_weights(h3::H3Config::tiny_demo(), 20261129);
-    model_name = "built-in tiny demo model (random weights)";
-  } else {
-    const std::string& path = args->positionals()[0];
-    Expected<weights::ModelFolder> folder = weights::ModelFolder::open(path);
-    if (!folder) return fail(folder.status());
-    Expected<h3::H3Config> config = h3::H3Config::from_json(folder->config);
-    if (!config) return fail(config.status().with_context(path));
-    const uint64_t need = static_cast<uint64_t>(h3::summarize_config(*config, DType::kF32).total.bytes);
-    const uint64_t have = available_ram_bytes();
-    if (have != 0 && need > have * 9 / 10)
-      return fail(invalid_argument("the CPU forward holds all weights in f32: " + format_bytes(need) +
-                                   " needed, " + format_bytes(have) +
-                                   " of RAM available. Use a GPU build or a smaller model."));
-    Expected<h3::H3Weights> loaded = h3::load_weights(path);
-    if (!loaded) return fail(loaded.status());
-    weights = std::move(loaded).value();
-    model_name = path;
-  }
-  const double load_s = seconds_since(t_load);
-  const h3::H3Config& config = weights.config;
-
-  // 2. Packed layout and random inputs (counter-based noise: same seed, same numbers everywhere).
-  pipeline::LayoutRequest request;
+  request.width = *width;
+  request.height = *height;
+  request.frames = *frames;
   request.text_rows = *text_rows;
-  request.latent_frames = geometry->latent_frames;
-  request.latent_height = geometry->latent_height;
-  request.latent_width = geometry->latent_width;
-  request.audio_latents = geometry->audio_latents;
-  request.patch_h = config.patch_size[1];
-  request.patch_w = config.patch_size[2];
-  Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(request);
-  if (!layout) return fail(layout.status());
-  const pipeline::RowTimesteps ts =
-      pipeline::assign_row_timesteps(*layout, static_cast<float>(*t_video), static_cast<float>(*t_audio));
-  const h3::H3Inputs in = pipeline::random_h3_inputs(config, *layout, ts, static_cast<uint64_t>(*seed));
+  request.seed = *seed;
+  request.t_video = *t_video;
+  request.t_audio = *t_audio;
 
-  // 3. AdaLN tables once, then the forward.
-  const auto t_tables = Clock::now();
-  const h3::ModulationTables tables = h3::compute_modulation_tables(weights, ts.timesteps);
-  const double tables_s = seconds_since(t_tables);
-  const auto t_fwd = Clock::now();
-  Expected<h3::H3Outputs> out = h3::forward(weights, in, tables);
+  if (Status s = engine::Engine::check_forward(request); !s.is_ok()) return fail(s);
+  // The engine reads the weights (a checkpoint's checked against free RAM first: the CPU path
+  // holds every weight in f32) and runs the forward.
+  engine::ModelSource source;
+  if (!demo) source.transformer_dir = args->positionals()[0];
+  engine::EngineOptions options;
+  options.device = "cpu";
+  Expected<std::unique_ptr<engine::Engine>> engine = engine::Engine::open(source, options);
+  if (!engine) return fail(engine.status());
+  Expected<engine::ForwardResult> out = (*engine)->forward(request);
   if (!out) return fail(out.status());
-  const double forward_s = seconds_since(t_fwd);
+  const std::string model_name = demo ? "built-in tiny demo model (random weights)" : (*engine)->model_name();
+  const h3::H3Config& config = (*engine)->transformer_config();
 
   const Stats v = stats_of(out->video), a = stats_of(out->audio);
   if (args->has("json")) {
-    nlohmann::json j{{"model", model_name}, {"rows", layout->rows},
+    nlohmann::json j{{"model", model_name}, {"rows", out->rows},
                      {"video_rows", out->video.dim(0)}, {"audio_rows", out->audio.dim(0)},
-                     {"text_rows", *text_rows}, {"load_s", load_s}, {"tables_s", tables_s},
-                     {"forward_s", forward_s},
+                     {"text_rows", request.text_rows}, {"load_s", out->load_s}, {"tables_s", out->tables_s},
+                     {"forward_s", out->forward_s},
                      {"video", {{"mean", v.mean}, {"std", v.stddev}, {"absmax", v.absmax}, {"finite", v.finite}}},
                      {"audio", {{"mean", a.mean}, {"std", a.stddev}, {"absmax", a.absmax}, {"finite", a.finite}}}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("MiniMax-H3 denoiser forward on CPU: %s\n", model_name.c_str());
+    std::printf("MiniMax-H3 denoiser forward on %s: %s\n", out->device.c_str(), model_name.c_str());
     std::printf("%s", config.summary().c_str());
     std::printf("  request: %lldx%lld px, %lld frames -> %lld latent frames x %lld rows, %lld audio latents x 2 ch, %lld text rows\n",
-                static_cast<long long>(*width), static_cast<long long>(*height), static_cast<long long>(*frames),
-                static_cast<long long>(geometry->latent_frames), static_cast<long long>(layout->rows_per_frame),
-                static_cast<long long>(geometry->audio_latents), static_cast<long long>(*text_rows));
+                static_cast<long long>(request.width), static_cast<long long>(request.height),
+                static_cast<long long>(request.frames), static_cast<long long>(out->latent_frames),
+                static_cast<long long>(out->rows_per_frame), static_cast<long long>(out->audio_latents),
+                static_cast<long long>(request.text_rows));
     std::printf("  packed sequence: %lld rows, %lld distinct timesteps (t_video %.3f, t_audio %.3f)\n",
-                static_cast<long long>(layout->rows), static_cast<long long>(ts.timesteps.numel()), *t_video, *t_audio);
-    std::printf("  time: load %.3f s, AdaLN tables %.3f s, forward %.3f s\n", load_s, tables_s, forward_s);
+                static_cast<long long>(out->rows), static_cast<long long>(out->timesteps), request.t_video,
+                request.t_audio);
+    std::printf("  time: load %.3f s, AdaLN tables %.3f s, forward %.3f s\n", out->load_s, out->tables_s,
+                out->forward_s);
     std::printf("  video velocity [%lld, %lld]: mean %+.4f std %.4f absmax %.4f%s\n",
                 static_cast<long long>(out->video.dim(0)), static_cast<long long>(out->video.dim(1)), v.mean,
                 v.stddev, v.absmax, v.finite ? "" : "  NOT FINITE");
@@ -148,7 +104,7 @@ int run_forward(const std::vector<std::string>& argv) {
                 static_cast<long long>(out->audio.dim(0)), static_cast<long long>(out->audio.dim(1)), a.mean,
                 a.stddev, a.absmax, a.finite ? "" : "  NOT FINITE");
   }
-  if (!v.finite || !a.finite) return fail(Status(ErrorCode::kInternal, "the forward produced non-finite values"));
+  if (!v.finite || !a.finite) return fail(Status(ErrorCode::kNonFinite, "the forward produced non-finite values"));
   return 0;
 }
 

@@ -109,15 +109,32 @@ void Engine::note(const std::string& line) const {
   if (options_.on_note) options_.on_note(line);
 }
 
+// The CPU path holds every transformer weight in f32: a model that cannot fit is refused before
+// any weight is read.
+static Status check_transformer_fits_ram(const std::string& transformer_dir) {
+  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(transformer_dir));
+  OROCHI_ASSIGN_OR_RETURN(const h3::H3Config config, h3::H3Config::from_json(json));
+  const uint64_t need = static_cast<uint64_t>(h3::summarize_config(config, DType::kF32).total.bytes);
+  const uint64_t have = available_ram_bytes();
+  if (have != 0 && need > have * 9 / 10)
+    return invalid_argument("the CPU path holds the transformer in f32: " + format_bytes(need) + " needed, " +
+                            format_bytes(have) + " of RAM available. The real MiniMax-H3 needs a GPU.");
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->source_ = source;
   e->options_ = options;
   if (source.dir && source.random_weights)
     return invalid_argument("--random-weights replaces MODEL_DIR's weights; pass one or the other");
+  if (source.transformer_dir && (source.dir || source.random_weights))
+    return invalid_argument("a transformer folder alone is a source of its own (for a forward): not with a model "
+                            "folder or --random-weights");
   // Where it runs: a checkpoint or random weights default to the first GPU when there is one.
   std::string device = options.device;
-  if (device.empty()) device = !source.demo() && gpu_backend().device_count() > 0 ? "cuda:0" : "cpu";
+  if (device.empty())
+    device = (source.dir || source.random_weights) && gpu_backend().device_count() > 0 ? "cuda:0" : "cpu";
   OROCHI_ASSIGN_OR_RETURN(e->device_, normalized_device(device, &e->first_gpu_));
   e->on_gpu_ = e->device_ != "cpu";
   if (options.gpus < 1 || options.gpus > 64)
@@ -136,16 +153,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   if (source.dir) {
     const std::string& dir = *source.dir;
     OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(dir));
-    if (!e->on_gpu_) {
-      // The CPU path holds every transformer weight in f32: refuse a model that cannot fit.
-      OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(dir + "/transformer"));
-      OROCHI_ASSIGN_OR_RETURN(const h3::H3Config config, h3::H3Config::from_json(json));
-      const uint64_t need = static_cast<uint64_t>(h3::summarize_config(config, DType::kF32).total.bytes);
-      const uint64_t have = available_ram_bytes();
-      if (have != 0 && need > have * 9 / 10)
-        return invalid_argument("the CPU path holds the transformer in f32: " + format_bytes(need) + " needed, " +
-                                format_bytes(have) + " of RAM available. The real MiniMax-H3 needs a GPU.");
-    }
+    if (!e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(dir + "/transformer"));
     // A GPU run keeps the denoiser's weights as stored (bf16 views of the files): its upload converts.
     OROCHI_ASSIGN_OR_RETURN(e->models_, pipeline::load_t2va_models(dir, e->on_gpu_));
     e->transformer_config_ = e->models_.transformer.config;
@@ -154,6 +162,15 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     if (e->on_gpu_ && std::filesystem::exists(dir + "/text_encoder/config.json")) {
       OROCHI_ASSIGN_OR_RETURN(e->configs_, planner::load_model_configs(dir));
     }
+  } else if (source.transformer_dir) {
+    const std::string& dir = *source.transformer_dir;
+    if (e->on_gpu_)
+      return invalid_argument("a transformer folder alone runs the CPU forward; on a GPU, `orochi bench dit` times "
+                              "the forward");
+    OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(dir));
+    OROCHI_ASSIGN_OR_RETURN(e->models_.transformer, h3::load_weights(dir));
+    e->models_.name = dir;
+    e->transformer_config_ = e->models_.transformer.config;
   } else if (source.random_weights) {
     e->models_.name = "MiniMax-H3 released shapes with random weights (generated on the GPU, not a checkpoint)";
     OROCHI_ASSIGN_OR_RETURN(e->configs_, planner::load_model_configs("h3"));
@@ -197,6 +214,9 @@ Status Engine::check_conditioning(const ModelSource& source, const GenerateReque
 }
 
 Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
+  if (source_.transformer_dir)
+    return invalid_argument(*source_.transformer_dir + " is a transformer folder alone: a generation needs the "
+                            "model folder above it (with vae/ and audio_vae/)");
   OROCHI_RETURN_IF_ERROR(check_workflow(*family_, "t2va"));
   RunPlan plan;
   GenerateRequest& r = plan.request;
@@ -371,7 +391,7 @@ Status Engine::ensure_gpu_models(const RunPlan& plan, RunReport& report) {
   const auto t0 = Clock::now();
   const h3::gpu::RequestSize size = pipeline::request_size(plan.shape.t2va);
   if (gpu_ && same_placement(gpu_placement_, plan.placement)) {
-    if (Status s = gpu_->denoiser->fit_request(size); !s.is_ok()) {
+    if (Status s = gpu_->denoiser->fit_request(h3::sequence_size(size)); !s.is_ok()) {
       gpu_.reset();  // never run on a half-reserved model
       return s;
     }

@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "engine/engine_options.h"
+#include "engine/forward_request.h"
 #include "engine/generate_request.h"
 #include "engine/gpu_backend.h"
 #include "engine/model_family.h"
@@ -50,6 +51,12 @@ class Engine {
   // `cancel` set (a signal, a server's cancel): kCancelled at the next step or stage.
   Expected<RunResult> run(const RunPlan& plan, const ProgressCallback& progress = nullptr,
                           const std::atomic<bool>* cancel = nullptr);
+
+  // One denoiser forward with random inputs on the engine's device (the CPU reference; a GPU engine
+  // says to use `orochi bench dit`). Works on an engine opened with a transformer folder alone.
+  Expected<ForwardResult> forward(const ForwardRequest& request);
+  // The forward request's own checks (timesteps, canvas, frames), before any weight is read.
+  static Status check_forward(const ForwardRequest& request);
 
   const std::string& model_name() const { return models_.name; }
   const ModelFamily& family() const { return *family_; }

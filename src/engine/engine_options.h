@@ -14,7 +14,9 @@ namespace orochi::engine {
 struct ModelSource {
   std::optional<std::string> dir;  // a diffusers-layout MiniMax-H3 folder (transformer/, vae/, audio_vae/, ...)
   bool random_weights = false;     // the released shapes, random weights generated on the GPU (benchmarks)
-  bool demo() const { return !dir && !random_weights; }
+  // A transformer folder alone (config.json + safetensors): enough for Engine::forward, not a run.
+  std::optional<std::string> transformer_dir;
+  bool demo() const { return !dir && !transformer_dir && !random_weights; }
 };
 
 struct EngineOptions {

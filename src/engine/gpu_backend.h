@@ -39,7 +39,7 @@ struct GpuPlacement {
 // between requests (Denoiser::fit_request reserves a larger request arena when one comes); the
 // decoders are made when their phase starts and freed when it ends.
 struct GpuT2va {
-  std::unique_ptr<h3::Denoiser> denoiser;
+  std::unique_ptr<models::Denoiser> denoiser;
   std::unique_ptr<pipeline::VideoDecoder> video;
   std::unique_ptr<pipeline::AudioDecoder> audio;
   std::string device_name;

@@ -4,12 +4,14 @@
 #include <vector>
 
 #include "models/h3_audio_vae/decoder.h"
+#include "models/h3_video_vae/pixels.h"
 #include "models/h3_video_vae/temporal.h"
 
 namespace orochi::pipeline {
 
-Expected<Tensor> CpuVideoDecoder::decode(const Tensor& latents, const ChunkCallback& on_chunk) {
+Expected<Tensor> CpuVideoDecoder::decode(const Tensor& normalized, const ChunkCallback& on_chunk) {
   using Clock = std::chrono::steady_clock;
+  OROCHI_ASSIGN_OR_RETURN(const Tensor latents, h3vae::denormalize_latents(weights_.config, normalized));
   OROCHI_RETURN_IF_ERROR(h3vae::validate_latents(weights_.config, latents));
   OROCHI_ASSIGN_OR_RETURN(const int64_t chunks, h3vae::count_chunks(weights_.config, latents.dim(1)));
   const h3vae::DecodeOptions options;
@@ -23,6 +25,9 @@ Expected<Tensor> CpuVideoDecoder::decode(const Tensor& latents, const ChunkCallb
   return h3vae::assemble_chunks(weights_.config, clips, options.blend_precision);
 }
 
-Expected<Tensor> CpuAudioDecoder::decode(const Tensor& latents) { return h3_audio::decode(weights_, latents); }
+Expected<Tensor> CpuAudioDecoder::decode(const Tensor& normalized) {
+  OROCHI_ASSIGN_OR_RETURN(const Tensor latents, h3_audio::denormalize(weights_.config, normalized));
+  return h3_audio::decode(weights_, latents);
+}
 
 }  // namespace orochi::pipeline

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "models/h3/denoiser.h"
 #include "pipeline/finite_check.h"
 
 namespace orochi::pipeline {
@@ -47,17 +48,20 @@ TimestepPlan plan_timesteps(const PackedLayout& layout, const H3Schedule& video,
   return plan;
 }
 
-Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& request, const StepCallback& on_step,
+Expected<DenoiseResult> denoise(models::Denoiser& denoiser, const DenoiseRequest& request, const StepCallback& on_step,
                                 const std::atomic<bool>* cancel) {
   using Clock = std::chrono::steady_clock;
   OROCHI_CHECK(request.layout && request.video_schedule && request.audio_schedule, "denoise: incomplete request");
   const PackedLayout& layout = *request.layout;
-  const h3::H3Config& config = denoiser.config();
-  OROCHI_RETURN_IF_ERROR(expect_rows("text features", request.text, layout.text_indices.numel(), config.text_dim));
-  OROCHI_RETURN_IF_ERROR(
-      expect_rows("video rows", request.video_rows, layout.video_indices.numel(), config.video_patch_dim()));
-  OROCHI_RETURN_IF_ERROR(
-      expect_rows("audio rows", request.audio_rows, layout.audio_indices.numel(), config.audio_in_channels));
+  const models::SequenceWidths widths = denoiser.widths();
+  if (widths.streams.size() != h3::kStreams)
+    return invalid_argument("the H3 denoising loop needs a denoiser of 2 streams (video, audio), " +
+                            denoiser.device_name() + "'s has " + std::to_string(widths.streams.size()));
+  OROCHI_RETURN_IF_ERROR(expect_rows("text features", request.text, layout.text_indices.numel(), widths.context));
+  OROCHI_RETURN_IF_ERROR(expect_rows("video rows", request.video_rows, layout.video_indices.numel(),
+                                     widths.streams[h3::kVideoStream]));
+  OROCHI_RETURN_IF_ERROR(expect_rows("audio rows", request.audio_rows, layout.audio_indices.numel(),
+                                     widths.streams[h3::kAudioStream]));
 
   const TimestepPlan plan = plan_timesteps(layout, *request.video_schedule, *request.audio_schedule);
   DenoiseResult result;
@@ -68,31 +72,34 @@ Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& re
 
   result.video_rows = request.video_rows.clone();
   result.audio_rows = request.audio_rows.clone();
-  h3::H3Inputs in;
-  in.text = request.text;
+  models::PackedSequence in;
+  in.context = request.text;
+  in.context_indices = layout.text_indices;
   in.token_tags = layout.token_tags;
   in.positions = layout.positions;
-  in.video_indices = layout.video_indices;
-  in.audio_indices = layout.audio_indices;
-  in.text_indices = layout.text_indices;
+  in.stream_indices = {layout.video_indices, layout.audio_indices};
   const int64_t conditioning = layout.condition_video_rows;
   const int64_t target_video = result.video_rows.dim(0) - conditioning;
   if (on_step) on_step({0, plan.steps(), 0.0});  // the loop has started: progress from the first second
   for (int64_t i = 0; i < plan.steps(); ++i) {
     if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before denoising step " + std::to_string(i + 1));
     const auto t_step = Clock::now();
-    in.video = result.video_rows;
-    in.audio = result.audio_rows;
+    in.streams = {result.video_rows, result.audio_rows};
     in.timestep_indices = plan.step_indices[static_cast<size_t>(i)];
-    OROCHI_ASSIGN_OR_RETURN(h3::H3Outputs velocity, denoiser.forward(in));
+    OROCHI_ASSIGN_OR_RETURN(const std::vector<Tensor> velocity, denoiser.forward(in));
     const std::string step = "denoising step " + std::to_string(i + 1) + " of " + std::to_string(plan.steps());
-    OROCHI_RETURN_IF_ERROR(check_finite(velocity.video, step + " (video velocity)"));
-    OROCHI_RETURN_IF_ERROR(check_finite(velocity.audio, step + " (audio velocity)"));
+    if (velocity.size() != h3::kStreams)
+      return Status(ErrorCode::kInternal, step + ": the denoiser returned " + std::to_string(velocity.size()) +
+                                              " velocities for 2 streams");
+    const Tensor& video_velocity = velocity[h3::kVideoStream];
+    const Tensor& audio_velocity = velocity[h3::kAudioStream];
+    OROCHI_RETURN_IF_ERROR(check_finite(video_velocity, step + " (video velocity)"));
+    OROCHI_RETURN_IF_ERROR(check_finite(audio_velocity, step + " (audio velocity)"));
     // Only the target rows move; the slices are views into the rows the next forward reads.
     Tensor video_target = result.video_rows.slice(0, conditioning, conditioning + target_video);
     h3_euler_step_inplace(*request.video_schedule, i, video_target,
-                          velocity.video.slice(0, conditioning, conditioning + target_video).contiguous());
-    h3_euler_step_inplace(*request.audio_schedule, i, result.audio_rows, velocity.audio);
+                          video_velocity.slice(0, conditioning, conditioning + target_video).contiguous());
+    h3_euler_step_inplace(*request.audio_schedule, i, result.audio_rows, audio_velocity);
     result.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - t_step).count());
     if (on_step) on_step({i + 1, plan.steps(), result.step_seconds.back()});
   }

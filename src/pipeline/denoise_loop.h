@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "models/h3/denoiser.h"
+#include "models/denoiser.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/scheduler_h3.h"
 
@@ -49,10 +49,11 @@ struct DenoiseResult {
   int64_t table_timesteps = 0;
 };
 
-// Checks the request's shapes against the denoiser's config and the layout (shape_mismatch naming
+// The denoiser's streams are H3's (video patches, audio frames: models/h3/denoiser.h).
+// Checks the request's shapes against the denoiser's widths and the layout (shape_mismatch naming
 // the tensor), then runs every step. A step whose velocity is not finite ends the loop with
 // kNonFinite naming the step; `cancel` set ends it with kCancelled before the next step.
-Expected<DenoiseResult> denoise(h3::Denoiser& denoiser, const DenoiseRequest& request,
+Expected<DenoiseResult> denoise(models::Denoiser& denoiser, const DenoiseRequest& request,
                                 const StepCallback& on_step = nullptr, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace orochi::pipeline

@@ -33,6 +33,7 @@ h3::gpu::RequestSize request_size(const T2vaPlan& plan) {
 
 Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape) {
   T2vaPlan plan;
+  plan.model = config;
   plan.shape = shape;
   OROCHI_ASSIGN_OR_RETURN(plan.geometry, video_geometry(shape.width, shape.height, shape.frames));
   if (shape.steps < 1 || shape.steps > 1000)
@@ -59,14 +60,14 @@ Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape)
   return plan;
 }
 
-Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
+Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
                               const T2vaRequest& request, const T2vaPlan& plan, const T2vaRunOptions& options) {
   const T2vaProgressCallback& progress = options.progress;
   auto cancelled = [&](const char* before) -> Status {
     if (options.cancel && options.cancel->load()) return Status(ErrorCode::kCancelled, std::string("cancelled before ") + before);
     return Status::ok();
   };
-  const h3::H3Config& config = denoiser.config();
+  const h3::H3Config& config = plan.model;
   const auto t_prepare = Clock::now();
   const Tensor& text = request.text_features;
   if (!text.defined() || text.dtype() != DType::kF32 || text.ndim() != 2 || text.dim(0) != plan.shape.text_rows ||
@@ -112,16 +113,15 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, A
   else denoiser.release();
   OROCHI_RETURN_IF_ERROR(cancelled("the video decode"));
 
-  // Video: unpack the target rows (t2va has no conditioning rows), denormalize, decode, to pixels.
+  // Video: unpack the target rows (t2va has no conditioning rows), decode, to pixels.
   const auto t_video = Clock::now();
   OROCHI_ASSIGN_OR_RETURN(const Tensor latents,
                           unpatchify_video_rows(denoised.video_rows, config.in_channels, geometry.latent_frames,
                                                 geometry.latent_height, geometry.latent_width, patch));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor denormalized, h3vae::denormalize_latents(video_vae.config(), latents));
   auto on_chunk = [&](int64_t done, int64_t total, double seconds) {
     if (progress) progress({"video decode", done, total, seconds});
   };
-  OROCHI_ASSIGN_OR_RETURN(const Tensor decoded, video_vae.decode(denormalized, on_chunk));
+  OROCHI_ASSIGN_OR_RETURN(const Tensor decoded, video_vae.decode(latents, on_chunk));
   OROCHI_RETURN_IF_ERROR(check_finite(decoded, "the video decode (" + video_vae.device_name() + ")"));
   OROCHI_ASSIGN_OR_RETURN(result.frames, h3vae::to_pixel_frames(decoded));  // [F, 3, H, W]
   result.times.video_decode_s = seconds_since(t_video);
@@ -130,10 +130,9 @@ Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, A
   OROCHI_RETURN_IF_ERROR(cancelled("the audio decode"));
   const auto t_audio = Clock::now();
   OROCHI_ASSIGN_OR_RETURN(const Tensor audio_latents, audio_rows_to_batch(denoised.audio_rows, kAudioChannels));
-  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_denormalized, h3_audio::denormalize(audio_vae.config(), audio_latents));
-  OROCHI_ASSIGN_OR_RETURN(result.waveform, audio_vae.decode(audio_denormalized));  // [2, 800·A]
+  OROCHI_ASSIGN_OR_RETURN(result.waveform, audio_vae.decode(audio_latents));  // [2, 800·A]
   OROCHI_RETURN_IF_ERROR(check_finite(result.waveform, "the audio decode (" + audio_vae.device_name() + ")"));
-  result.sample_rate = static_cast<int>(audio_vae.config().sampling_rate);
+  result.sample_rate = audio_vae.sample_rate();
   result.times.audio_decode_s = seconds_since(t_audio);
   if (progress) progress({"audio decode", 1, 1, result.times.audio_decode_s});
   return result;

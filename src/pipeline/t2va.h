@@ -11,7 +11,9 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
-#include "models/h3/denoiser.h"
+#include "models/denoiser.h"
+#include "models/h3/request_buffers.h"
+#include "models/h3/transformer.h"
 #include "pipeline/decoders.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/scheduler_h3.h"
@@ -70,6 +72,7 @@ struct T2vaShape {
 // What a request will do, before any work: sizes, layout, schedules, how many AdaLN tables. Made
 // once per request (the engine's plan; the memory planner reads the same one) and never again.
 struct T2vaPlan {
+  h3::H3Config model;  // the transformer it is made for (patch, channels, text width)
   T2vaShape shape;
   VideoGeometry geometry;
   PackedLayout layout;
@@ -94,7 +97,7 @@ struct T2vaRunOptions {
 
 // Runs every stage of `plan` (made for this request: the text features must have its L rows and
 // the denoiser's width). Non-finite outputs end the run at the stage that made them (kNonFinite).
-Expected<T2vaResult> run_t2va(h3::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
+Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
                               const T2vaRequest& request, const T2vaPlan& plan, const T2vaRunOptions& options = {});
 
 }  // namespace orochi::pipeline

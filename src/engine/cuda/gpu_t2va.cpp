@@ -11,7 +11,9 @@
 #include "dist/cuda/gpu_parallel_context.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
+#include "models/h3_audio_vae/decoder.h"
 #include "models/h3_video_vae/cuda/gpu_decoder.h"
+#include "models/h3_video_vae/pixels.h"
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
 
 namespace orochi::engine::cuda_backend {
@@ -32,10 +34,10 @@ class GpuVideo final : public pipeline::VideoDecoder {
   // `workers`: one per GPU that shares the decode (the first decodes and assembles).
   GpuVideo(h3vae::VideoVaeConfig config, MakeOn make, std::shared_ptr<dist::ParallelContext> workers, std::string name)
       : config_(std::move(config)), make_(std::move(make)), workers_(std::move(workers)), name_(std::move(name)) {}
-  const h3vae::VideoVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
-  Expected<Tensor> decode(const Tensor& latents, const pipeline::ChunkCallback& on_chunk) override {
+  Expected<Tensor> decode(const Tensor& normalized, const pipeline::ChunkCallback& on_chunk) override {
     using Clock = std::chrono::steady_clock;
+    OROCHI_ASSIGN_OR_RETURN(const Tensor latents, h3vae::denormalize_latents(config_, normalized));
     // Every GPU's decoder is made (weights uploaded or generated) at the same time.
     std::vector<std::unique_ptr<h3vae::gpu::GpuVideoDecoder>> made(static_cast<size_t>(workers_->workers()));
     OROCHI_RETURN_IF_ERROR(workers_
@@ -71,9 +73,10 @@ class GpuAudio final : public pipeline::AudioDecoder {
   using Make = std::function<Expected<std::unique_ptr<h3_audio::gpu::GpuAudioDecoder>>(int64_t audio_latents)>;
   GpuAudio(h3_audio::AudioVaeConfig config, Make make, std::string name)
       : config_(std::move(config)), make_(std::move(make)), name_(std::move(name)) {}
-  const h3_audio::AudioVaeConfig& config() const override { return config_; }
   std::string device_name() const override { return name_; }
-  Expected<Tensor> decode(const Tensor& latents) override {
+  int sample_rate() const override { return static_cast<int>(config_.sampling_rate); }
+  Expected<Tensor> decode(const Tensor& normalized) override {
+    OROCHI_ASSIGN_OR_RETURN(const Tensor latents, h3_audio::denormalize(config_, normalized));
     OROCHI_ASSIGN_OR_RETURN(auto decoder, make_(latents.dim(1)));  // [B, A, C]
     return decoder->decode(latents);
   }

@@ -29,6 +29,11 @@ Expected<std::unique_ptr<GpuDenoiser>> GpuDenoiser::create(const H3Config& confi
   return d;
 }
 
+Status GpuDenoiser::fit_request(const models::SequenceSize& size) {
+  OROCHI_ASSIGN_OR_RETURN(const RequestSize h3_size, request_size(size));
+  return fit_request(h3_size);
+}
+
 Status GpuDenoiser::fit_request(const RequestSize& size) {
   if (!gpus_) return Status(ErrorCode::kInternal, "GpuDenoiser::fit_request after release()");
   if (gpus_->request_fits(size)) return Status::ok();
@@ -48,6 +53,12 @@ Status GpuDenoiser::prepare(const Tensor& timesteps) {
   timesteps_ = timesteps.clone();
   request_set_ = false;
   return Status::ok();
+}
+
+Expected<std::vector<Tensor>> GpuDenoiser::forward(const models::PackedSequence& sequence) {
+  OROCHI_ASSIGN_OR_RETURN(const H3Inputs inputs, h3_inputs(sequence));
+  OROCHI_ASSIGN_OR_RETURN(H3Outputs out, forward(inputs));
+  return stream_outputs(std::move(out));
 }
 
 Expected<H3Outputs> GpuDenoiser::forward(const H3Inputs& inputs) {

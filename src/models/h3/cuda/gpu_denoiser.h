@@ -1,7 +1,7 @@
 // The H3 denoiser on one GPU or several (H3MultiGpu: TP x SP, every GPU on the request) behind the
-// pipeline's Denoiser interface: the runners' arenas are sized for one request up front; prepare()
-// keeps the request's timesteps, the first forward builds the AdaLN tables for all of them, later
-// forwards only upload the rows that changed.
+// family-neutral denoiser interface (models/denoiser.h): the runners' arenas are sized for one
+// request up front; prepare() keeps the request's timesteps, the first forward builds the AdaLN
+// tables for all of them, later forwards only upload the rows that changed.
 #pragma once
 
 #include <memory>
@@ -13,7 +13,7 @@
 
 namespace orochi::h3::gpu {
 
-class GpuDenoiser final : public Denoiser {
+class GpuDenoiser final : public models::Denoiser {
  public:
   // `max` bounds the request (rows, text rows, video/audio rows, timesteps of the whole schedule).
   static Expected<std::unique_ptr<GpuDenoiser>> create(const H3Config& config, int device, const RequestSize& max);
@@ -26,13 +26,16 @@ class GpuDenoiser final : public Denoiser {
   Status init_random_weights(uint64_t seed) { return gpus_->init_random_weights(seed); }
   Status upload_weights(const H3Weights& host) { return gpus_->upload_weights(host); }
 
-  const H3Config& config() const override { return config_; }
+  const H3Config& config() const { return config_; }
   std::string device_name() const override { return device_name_; }
+  models::SequenceWidths widths() const override { return sequence_widths(config_); }
   Status prepare(const Tensor& timesteps) override;
-  Expected<H3Outputs> forward(const H3Inputs& inputs) override;
+  Expected<std::vector<Tensor>> forward(const models::PackedSequence& sequence) override;
+  Expected<H3Outputs> forward(const H3Inputs& inputs);  // the same forward, in H3's own types
   // Before a request: its buffers (a new reservation only when it is larger than the last, or the
   // last was given back). The weights stay.
-  Status fit_request(const RequestSize& size) override;
+  Status fit_request(const models::SequenceSize& size) override;
+  Status fit_request(const RequestSize& size);
   void release_request() override;
   void release() override { gpus_.reset(); }
   bool released() const { return gpus_ == nullptr; }

@@ -1,0 +1,65 @@
+// Engine::forward: one denoiser forward with random inputs over a packed t2va layout, through the
+// family-neutral denoiser interface (the same one the denoising loop drives).
+#include <chrono>
+
+#include "engine/engine.h"
+#include "models/h3/denoiser.h"
+#include "pipeline/packed_layout.h"
+#include "pipeline/random_inputs.h"
+#include "pipeline/video_geometry.h"
+
+namespace orochi::engine {
+
+Status Engine::check_forward(const ForwardRequest& r) {
+  if (!(r.t_video >= 0 && r.t_video <= 1 && r.t_audio >= 0 && r.t_audio <= 1))
+    return invalid_argument("--t-video and --t-audio are timesteps in [0, 1] (1 = clean)");
+  // The canvas and frames are the pipeline's to check (video_geometry suggests valid requests).
+  return pipeline::video_geometry(r.width, r.height, r.frames).status();
+}
+
+Expected<ForwardResult> Engine::forward(const ForwardRequest& r) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  if (on_gpu_ || source_.random_weights)
+    return invalid_argument("the forward runs the CPU reference (--device cpu); `orochi bench dit` times the GPU "
+                            "forward");
+  OROCHI_RETURN_IF_ERROR(check_forward(r));
+  OROCHI_ASSIGN_OR_RETURN(const pipeline::VideoGeometry geometry,
+                          pipeline::video_geometry(r.width, r.height, r.frames));
+  const h3::H3Config& config = models_.transformer.config;
+  pipeline::LayoutRequest layout_request;
+  layout_request.text_rows = r.text_rows;
+  layout_request.latent_frames = geometry.latent_frames;
+  layout_request.latent_height = geometry.latent_height;
+  layout_request.latent_width = geometry.latent_width;
+  layout_request.audio_latents = geometry.audio_latents;
+  layout_request.patch_h = config.patch_size[1];
+  layout_request.patch_w = config.patch_size[2];
+  OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, pipeline::build_packed_layout(layout_request));
+  const pipeline::RowTimesteps ts =
+      pipeline::assign_row_timesteps(layout, static_cast<float>(r.t_video), static_cast<float>(r.t_audio));
+  // Counter-based noise: the same seed gives the same rows everywhere.
+  const h3::H3Inputs in = pipeline::random_h3_inputs(config, layout, ts, r.seed);
+
+  ForwardResult out;
+  out.load_s = open_load_s_;
+  open_load_s_ = 0;
+  out.rows = layout.rows;
+  out.rows_per_frame = layout.rows_per_frame;
+  out.latent_frames = geometry.latent_frames;
+  out.audio_latents = geometry.audio_latents;
+  out.timesteps = ts.timesteps.numel();
+  h3::CpuDenoiser denoiser(models_.transformer);
+  out.device = denoiser.device_name();
+  const auto t_tables = Clock::now();
+  OROCHI_RETURN_IF_ERROR(denoiser.prepare(ts.timesteps));  // AdaLN tables once
+  out.tables_s = seconds_since(t_tables);
+  const auto t_forward = Clock::now();
+  OROCHI_ASSIGN_OR_RETURN(std::vector<Tensor> velocity, denoiser.forward(h3::packed_sequence(in)));
+  out.forward_s = seconds_since(t_forward);
+  out.video = std::move(velocity[h3::kVideoStream]);
+  out.audio = std::move(velocity[h3::kAudioStream]);
+  return out;
+}
+
+}  // namespace orochi::engine
