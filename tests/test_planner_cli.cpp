@@ -49,6 +49,10 @@ TEST(PlanCli, AutoLayoutIsWhatGenerateWouldTake) {
   EXPECT_TRUE(has(small, "layout: tp2")) << small.output;
   Result eight = run("plan --res 768p --gpus 8 --vram-per-gpu 16 --parallel auto");
   EXPECT_TRUE(has(eight, "layout: tp4xsp2")) << eight.output;
+  // auto is the default, as on generate: the same plan without --parallel.
+  Result by_default = run("plan --res 768p --gpus 2");
+  EXPECT_EQ(by_default.code, 0) << by_default.output;
+  EXPECT_TRUE(has(by_default, "layout: sp2")) << by_default.output;
   Result explicit_both = run("plan --res 768p --gpus 4 --parallel tp2xsp2");
   EXPECT_EQ(explicit_both.code, 0) << explicit_both.output;
   EXPECT_TRUE(has(explicit_both, "denoiser (tp2xsp2)")) << explicit_both.output;

@@ -13,6 +13,7 @@
 #include "apps/commands.h"
 #include "apps/engine_options_cli.h"
 #include "engine/gpu_backend.h"
+#include "planner/parallel_choice.h"
 #include "planner/plan_request.h"
 
 namespace orochi::apps {
@@ -71,7 +72,7 @@ int run_bench(const std::vector<std::string>& argv) {
   o.gpus = static_cast<int>(*gpus);
   o.comm_timeout_s = static_cast<int>(*timeout);
   o.slots = static_cast<int>(*slots);
-  o.parallel = args->get("parallel", "auto");
+  o.parallel = args->get("parallel", planner::kDefaultParallel);
   if (Status s = planner::parse_parallel_choice(o.parallel).status(); !s.is_ok()) return fail(usage_error(s.message()));
   if (args->has("vram-per-gpu")) {
     Expected<double> cap = args->get_double("vram-per-gpu", 0.0, 0.25, 1e6);

@@ -60,7 +60,7 @@ Expected<planner::PlanInput> parse_input(const Args& args) {
   OROCHI_ASSIGN_OR_RETURN(in.gpus.tflops, args.get_double("tflops", 580.0));
   if (!(in.gpus.peer_gbps > 0) || !(in.gpus.host_gbps > 0) || !(in.gpus.tflops > 0))
     return invalid_argument("--peer-gbps, --host-gbps and --tflops must be positive");
-  const std::string parallel = args.get("parallel", "none");
+  const std::string parallel = args.get("parallel", planner::kDefaultParallel);
   if (parallel != "auto") {
     OROCHI_ASSIGN_OR_RETURN(in.layout, planner::parse_parallel_layout(parallel));
   }
@@ -87,7 +87,7 @@ int run_plan(const std::vector<std::string>& argv) {
   if (!input) return fail(input.status());
   // --parallel auto: the layout generate would take for --gpus N (planner/parallel_choice.h).
   Expected<planner::MemoryPlan> plan = unsupported("no plan");
-  if (args->get("parallel", "none") == "auto") {
+  if (args->get("parallel", planner::kDefaultParallel) == "auto") {
     Expected<planner::LayoutPlan> laid_out = planner::plan_for_gpus(*input, "auto");
     if (!laid_out) return fail(laid_out.status());
     if (!args->has("json")) std::printf("layout: %s (%s)\n", laid_out->plan.input.layout.name().c_str(),

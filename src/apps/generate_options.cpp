@@ -1,4 +1,5 @@
 #include "apps/generate_options.h"
+#include "planner/parallel_choice.h"
 
 #include "apps/args.h"
 #include "apps/request_limits.h"
@@ -31,7 +32,7 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   o.device = args.get("device", "");  // empty: the engine decides (the CPU for the demo)
   OROCHI_ASSIGN_OR_RETURN(o.gpus, args.get_int("gpus", 1, limits::kGpusMin, limits::kGpusMax));
   OROCHI_ASSIGN_OR_RETURN(o.comm_timeout_s, args.get_int("comm-timeout", 60, 1, 7 * 24 * 3600));
-  o.parallel = args.get("parallel", "auto");
+  o.parallel = args.get("parallel", planner::kDefaultParallel);
   o.set = args.get("set", "");
   OROCHI_ASSIGN_OR_RETURN(o.text_rows,
                           args.get_int("text-rows", demo ? 32 : 256, limits::kTextRowsMin, limits::kTextRowsMax));

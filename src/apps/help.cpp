@@ -67,7 +67,7 @@ constexpr const char* kGenerateHelp =
 
 constexpr const char* kPlanHelp =
     "usage: orochi plan [--model h3|PATH] [--res 768p|544p|480p|WxH] [--frames 124] [--steps 8] [--text-rows 256]\n"
-    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel none|auto|tpN|spN|tpNxspM]\n"
+    "                   [--gpus 1] [--vram-per-gpu 139] [--parallel auto|none|tpN|spN|tpNxspM]\n"
     "                   [--tiers resident,peer,host] [--staging-slots 2] [--link nvlink|pcie]\n"
     "                   [--peer-gbps G] [--host-gbps G] [--tflops T] [--set NAME=VALUE,...] [--json]\n"
     "  the memory plan of a request per GPU and phase, from configs alone (no weights loaded)\n"
@@ -79,7 +79,8 @@ constexpr const char* kPlanHelp =
     "  --text-rows    text rows of the request, " OROCHI_TEXT_ROWS_LIMITS "\n"
     "  --vram-per-gpu usable GiB per GPU (139 = an H200)\n"
     "  --parallel     tpN: tensor parallel over N GPUs; spN: Ulysses sequence parallel; tpNxspM: both, on N x M\n"
-    "                 GPUs; GPUs beyond them store weights; auto: the layout `generate --gpus N` takes\n"
+    "                 GPUs; GPUs beyond them store weights; auto (default): the layout `generate --gpus N`\n"
+    "                 takes; none: one GPU computes, the others only store weights\n"
     "  --tiers        where weights may live: resident (on the computing GPU), peer (another GPU), host (pinned RAM)\n"
     "  --set          the run switches that change memory, as generate takes them (sp-qkv, sp-weights: the\n"
     "                 largest SP share sets the rows); `orochi help switches`\n"

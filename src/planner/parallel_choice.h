@@ -10,6 +10,9 @@
 
 namespace orochi::planner {
 
+// Every command's --parallel default: the planner decides.
+inline constexpr const char* kDefaultParallel = "auto";
+
 struct ParallelDegrees {
   int tp = 1, sp = 1;
   std::string why;  // for the log: what auto chose and why
