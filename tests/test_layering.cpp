@@ -1,7 +1,7 @@
 // The floors hold (docs/ARCHITECTURE.md): the CLI (src/apps/) calls no CUDA, includes no cuda/
 // header and tests for no CUDA build (the engine's GPU backend is linked in instead), the shared
-// DiT layers (src/layers/) know no model family, and the process environment is read only by
-// core/env.cpp, the options layer's one reader.
+// DiT layers (src/layers/) know no model family, work fans out only through dist::ParallelContext,
+// and the process environment is read only by core/env.cpp, the options layer's one reader.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -66,6 +66,27 @@ TEST(Layering, TheSharedLayersKnowNoFamily) {
       ADD_FAILURE() << e.path().filename() << ": " << line;
   }
   EXPECT_GT(files, 5);
+}
+
+// Work fans out to the GPUs (or CPU ranks) only through dist::ParallelContext: no model, pipeline,
+// engine, layer or app starts threads, and only the distributed layer makes NCCL or copy-engine
+// groups (the models take theirs from the context).
+TEST(Layering, TheParallelContextIsTheOnlyFanOut) {
+  const std::regex threads(R"(std::(thread|jthread|async)\b)");
+  const std::regex groups(R"(#\s*include\s*"dist/(nccl/|cuda/peer_copy_comm))");
+  int files = 0;
+  for (const char* floor : {"models", "pipeline", "engine", "layers", "apps"}) {
+    const fs::path dir = source_root() / floor;
+    ASSERT_TRUE(fs::is_directory(dir)) << dir;
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      ++files;
+      const std::string text = read(e.path());
+      for (const std::string& line : code_lines_matching(text, threads)) ADD_FAILURE() << e.path() << ": " << line;
+      for (const std::string& line : code_lines_matching(text, groups)) ADD_FAILURE() << e.path() << ": " << line;
+    }
+  }
+  EXPECT_GT(files, 100);
 }
 
 TEST(Layering, OnlyTheOptionsLayerReadsTheEnvironment) {
