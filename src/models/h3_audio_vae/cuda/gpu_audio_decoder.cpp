@@ -71,6 +71,9 @@ Expected<std::unique_ptr<GpuAudioDecoder>> GpuAudioDecoder::create(const AudioVa
   d->max_rows_ = max_latents * max_batch;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d->stream_, cudaStreamNonBlocking));
   OROCHI_ASSIGN_OR_RETURN(d->gemm_, cuda::GemmRunner::create(device));
+  // cuBLASLt's first pick, not a timed one: a timed pick can differ from one decoder to the next, and
+  // an engine makes a decoder per request, so the same seed would not give the same bits.
+  d->gemm_->set_autotune(false);
   OROCHI_ASSIGN_OR_RETURN(d->weight_arena_,
                           cuda::DeviceArena::create(device, weight_arena_bytes(config), "audio VAE weights"));
   OROCHI_ASSIGN_OR_RETURN(d->weights_, allocate_weights(config, *d->weight_arena_));

@@ -172,6 +172,9 @@ Expected<std::unique_ptr<GpuAudioEncoder>> GpuAudioEncoder::create(const AudioVa
   e->max_batch_ = max_batch;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
   OROCHI_ASSIGN_OR_RETURN(e->gemm_, cuda::GemmRunner::create(device));
+  // cuBLASLt's first pick, not a timed one: reference latents must be the same bits on every run and
+  // every GPU (a timed pick can differ between runs).
+  e->gemm_->set_autotune(false);
   OROCHI_ASSIGN_OR_RETURN(e->weight_arena_, cuda::DeviceArena::create(device, audio_encoder_weight_bytes(config),
                                                                       "audio VAE encoder weights"));
   OROCHI_ASSIGN_OR_RETURN(

@@ -56,7 +56,11 @@ const char* encoder_path_name(EncoderPath path);
 
 struct GpuEncoderOptions {
   cuda::ConvMath math = cuda::ConvMath::kTf32;
-  EncoderPath path = EncoderPath::kPaddedCopies;
+  // kFusedNcdhw by measurement (bench/RESULTS.md, 2026-12-01 session 14, one H200, TF32): the
+  // 124x1344x768 video 13.88 s vs 16.22 s padded copies (NDHWC + device tiles 12.80 s, but its
+  // GroupNorm+pad kernel is slow and it needs the clip size); the 3648x2048 image 1.105 s vs 1.320 s
+  // (NDHWC 1.49-1.55 s).
+  EncoderPath path = EncoderPath::kFusedNcdhw;
   // Time cuDNN's algorithms per conv shape on first use and keep the fastest (Conv3dRunner's
   // autotune: faster, but runs may differ in the last bits).
   bool autotune = false;
