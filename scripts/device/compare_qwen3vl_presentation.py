@@ -214,6 +214,11 @@ class Case:
 
     def run_with_our_vision(self, model):
         """The stack alone: transformers' text model fed our tower's outputs (mm_encoder_outputs)."""
+        import inspect
+        # Older transformers (5.17 on the device) take **kwargs and drop an unknown mm_encoder_outputs:
+        # the run would then have no vision features at all (rel L2 ~1.4), not the stack alone.
+        if "mm_encoder_outputs" not in inspect.signature(type(model).forward).parameters:
+            raise TypeError("this transformers has no mm_encoder_outputs: the stack-alone check needs >= 5.24")
         from transformers.models.qwen3_vl.modeling_qwen3_vl import BaseModelOutputWithDeepstackFeatures
         merge = model.visual.spatial_merge_size ** 2
         dev, dt = self.ids.device, model.language_model.embed_tokens.weight.dtype
