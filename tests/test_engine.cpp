@@ -11,9 +11,8 @@
 #include "engine/run_switches.h"
 #include "models/h3/transformer.h"
 #include "models/h3/weights.h"
-#include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
-#include "pipeline/video_geometry.h"
+#include "pipeline/t2va.h"
 #include "support/paths.h"
 
 namespace orochi::engine {
@@ -164,18 +163,15 @@ TEST(Engine, ForwardOnATransformerFolderIsTheReferenceForward) {
 
   Expected<h3::H3Weights> w = h3::load_weights(dir);
   ASSERT_TRUE(w.has_value()) << w.status().to_string();
-  Expected<pipeline::VideoGeometry> g = pipeline::video_geometry(64, 64, 5);
-  ASSERT_TRUE(g.has_value());
-  pipeline::LayoutRequest layout_request;
-  layout_request.text_rows = 6;
-  layout_request.latent_frames = g->latent_frames;
-  layout_request.latent_height = g->latent_height;
-  layout_request.latent_width = g->latent_width;
-  layout_request.audio_latents = g->audio_latents;
-  layout_request.patch_h = w->config.patch_size[1];
-  layout_request.patch_w = w->config.patch_size[2];
-  Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(layout_request);
-  ASSERT_TRUE(layout.has_value()) << layout.status().to_string();
+  pipeline::T2vaShape shape;
+  shape.width = 64;
+  shape.height = 64;
+  shape.frames = 5;
+  shape.steps = 1;
+  shape.text_rows = 6;
+  Expected<pipeline::T2vaPlan> t2va = pipeline::plan_t2va(w->config, shape);
+  ASSERT_TRUE(t2va.has_value()) << t2va.status().to_string();
+  const pipeline::PackedLayout* layout = &t2va->layout;
   const pipeline::RowTimesteps ts = pipeline::assign_row_timesteps(*layout, 0.3f, 0.4f);
   const h3::H3Inputs in = pipeline::random_h3_inputs(w->config, *layout, ts, 3);
   Expected<h3::H3Outputs> want = h3::forward(*w, in, h3::compute_modulation_tables(*w, ts.timesteps));

@@ -4,8 +4,8 @@
 
 #include "engine/engine.h"
 #include "models/h3/denoiser.h"
-#include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
+#include "pipeline/t2va.h"
 #include "pipeline/video_geometry.h"
 
 namespace orochi::engine {
@@ -24,18 +24,17 @@ Expected<ForwardResult> Engine::forward(const ForwardRequest& r) {
     return invalid_argument("the forward runs the CPU reference (--device cpu); `orochi bench dit` times the GPU "
                             "forward");
   OROCHI_RETURN_IF_ERROR(check_forward(r));
-  OROCHI_ASSIGN_OR_RETURN(const pipeline::VideoGeometry geometry,
-                          pipeline::video_geometry(r.width, r.height, r.frames));
+  // The t2va plan's geometry and packed layout (one step: only the layout is used).
   const h3::H3Config& config = models_.transformer.config;
-  pipeline::LayoutRequest layout_request;
-  layout_request.text_rows = r.text_rows;
-  layout_request.latent_frames = geometry.latent_frames;
-  layout_request.latent_height = geometry.latent_height;
-  layout_request.latent_width = geometry.latent_width;
-  layout_request.audio_latents = geometry.audio_latents;
-  layout_request.patch_h = config.patch_size[1];
-  layout_request.patch_w = config.patch_size[2];
-  OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, pipeline::build_packed_layout(layout_request));
+  pipeline::T2vaShape shape;
+  shape.width = r.width;
+  shape.height = r.height;
+  shape.frames = r.frames;
+  shape.steps = 1;
+  shape.text_rows = r.text_rows;
+  OROCHI_ASSIGN_OR_RETURN(const pipeline::T2vaPlan t2va, pipeline::plan_t2va(config, shape));
+  const pipeline::VideoGeometry& geometry = t2va.geometry;
+  const pipeline::PackedLayout& layout = t2va.layout;
   const pipeline::RowTimesteps ts =
       pipeline::assign_row_timesteps(layout, static_cast<float>(r.t_video), static_cast<float>(r.t_audio));
   // Counter-based noise: the same seed gives the same rows everywhere.
