@@ -1,16 +1,31 @@
-// One video request to an engine: the workflow's inputs and sizes as a user gives them (t2va now;
-// fl2va and ref2va add their references here). Zero sizes take the model's defaults in
+// One video request to an engine: the workflow's inputs and sizes as a user gives them (t2va; fl2va
+// and ref2va through their references). Zero sizes take the model's defaults in
 // Engine::plan, which fills and checks every field.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeline/prompt_features.h"
 #include "pipeline/scheduler_h3.h"
 
 namespace orochi::engine {
+
+// A file the request conditions on. Their order is the command line's: the packed layout keeps it
+// (REF2VA.md §5). fl2va takes the keyframes; ref2va the images, videos and audio clips.
+struct ReferenceInput {
+  enum class Kind { kFirstFrame, kLastFrame, kImage, kVideo, kAudio };
+  Kind kind = Kind::kImage;
+  std::string path;
+  bool video_audio = true;  // kVideo: its soundtrack, if any, joins as reference audio (--ref-video-audio)
+};
+const char* reference_flag(ReferenceInput::Kind kind);  // "--image", "--last-image", "--ref-image", ...
+
+// How ref2va sizes its image references: the reference pipeline's 2048-px short edge, or the
+// target's area (ComfyUI's and SGLang's default; the ref2va turbo LoRA was trained with it).
+enum class RefSize { k2048, kMatch };
 
 struct GenerateRequest {
   int64_t width = 0, height = 0;  // canvas; 0: the model's default (demo 320x192, else 1344x768)
@@ -23,6 +38,12 @@ struct GenerateRequest {
   std::optional<std::string> prompt, text_features_file;
   int64_t text_rows = 0;  // 0: demo 32, else 256
   int64_t text_layer = pipeline::kH3TextLayer;
+  std::vector<ReferenceInput> references;  // none: t2va
+  RefSize ref_size = RefSize::k2048;
 };
+
+// t2va without references, fl2va with keyframes only, ref2va with images / videos / audio only; a
+// mix of keyframes and references is an error (check_references).
+std::string workflow_of(const GenerateRequest& request);
 
 }  // namespace orochi::engine

@@ -1,0 +1,23 @@
+#include "engine/generate_request.h"
+
+namespace orochi::engine {
+
+const char* reference_flag(ReferenceInput::Kind kind) {
+  switch (kind) {
+    case ReferenceInput::Kind::kFirstFrame: return "--image";
+    case ReferenceInput::Kind::kLastFrame: return "--last-image";
+    case ReferenceInput::Kind::kImage: return "--ref-image";
+    case ReferenceInput::Kind::kVideo: return "--ref-video";
+    case ReferenceInput::Kind::kAudio: return "--ref-audio";
+  }
+  return "?";
+}
+
+std::string workflow_of(const GenerateRequest& request) {
+  if (request.references.empty()) return "t2va";
+  for (const ReferenceInput& r : request.references)
+    if (r.kind != ReferenceInput::Kind::kFirstFrame && r.kind != ReferenceInput::Kind::kLastFrame) return "ref2va";
+  return "fl2va";
+}
+
+}  // namespace orochi::engine
