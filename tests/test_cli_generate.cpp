@@ -43,7 +43,7 @@ TEST(CliGenerate, DemoDefaultsWriteAPlayableMp4WithSoundAndAReport) {
   EXPECT_TRUE(contains(r.output, "8/8")) << r.output;
   EXPECT_TRUE(contains(r.output, "per step")) << r.output;
 
-  Expected<io::MediaInfo> info = io::probe_media(out);
+  Expected<io::MediaInfo> info = io::read_back_media(out);
   ASSERT_TRUE(info.has_value()) << info.status().to_string();
   const io::StreamInfo* video = info->first(io::StreamKind::kVideo);
   const io::StreamInfo* audio = info->first(io::StreamKind::kAudio);
@@ -80,8 +80,8 @@ TEST(CliGenerate, SameSeedSameVideoOtherSeedOtherVideo) {
   ASSERT_EQ(run(small + "--seed 3 --out " + dir.file("a.mp4")).code, 0);
   ASSERT_EQ(run(small + "--seed 3 --out " + dir.file("b.mp4")).code, 0);
   ASSERT_EQ(run(small + "--seed 4 --out " + dir.file("c.mp4")).code, 0);
-  Expected<io::MediaInfo> a = io::probe_media(dir.file("a.mp4")), b = io::probe_media(dir.file("b.mp4")),
-                          c = io::probe_media(dir.file("c.mp4"));
+  Expected<io::MediaInfo> a = io::read_back_media(dir.file("a.mp4")), b = io::read_back_media(dir.file("b.mp4")),
+                          c = io::read_back_media(dir.file("c.mp4"));
   ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
   EXPECT_EQ(a->first(io::StreamKind::kVideo)->decoded_frames, 22);
   EXPECT_EQ(a->first_frame_rgb, b->first_frame_rgb);

@@ -1,4 +1,4 @@
-// write_mp4 end to end: encode a small clip, decode it back with probe_media, and check streams,
+// write_mp4 end to end: encode a small clip, decode it back with read_back_media, and check streams,
 // frame count, size, rate, durations and pixels; then every refusal, none leaving a file behind.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -33,7 +33,7 @@ double mean_abs_error(const std::vector<uint8_t>& a, const uint8_t* b) {
 
 // Decodes `path` and checks the video stream against `video`; returns the probe.
 MediaInfo expect_video_matches(const std::string& path, const VideoFrames& video) {
-  const auto info = probe_media(path);
+  const auto info = read_back_media(path);
   EXPECT_TRUE(info.has_value()) << info.status().to_string();
   if (!info.has_value()) return {};
   const StreamInfo* v = info->first(StreamKind::kVideo);
@@ -182,14 +182,14 @@ TEST(IoMp4, BadInputLeavesNoFile) {
 }
 
 TEST(IoMp4, ProbeRefusesMissingAndGarbageFiles) {
-  EXPECT_EQ(probe_media("/no_such_folder_orochi/x.mp4").status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(read_back_media("/no_such_folder_orochi/x.mp4").status().code(), ErrorCode::kNotFound);
   TempDir dir{"mp4"};
   const std::string junk = dir.file("junk.mp4");
   std::FILE* f = std::fopen(junk.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   std::fputs("this is not a video", f);
   std::fclose(f);
-  EXPECT_EQ(probe_media(junk).status().code(), ErrorCode::kCorruptFile);
+  EXPECT_EQ(read_back_media(junk).status().code(), ErrorCode::kCorruptFile);
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(Mp4Program, EncodesVideoAndAudioIntoAPlayableFile) {
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   EXPECT_EQ(dir.entries(), 1u) << "temporary files left behind";
 #ifdef OROCHI_WITH_FFMPEG
-  Expected<MediaInfo> info = probe_media(out);
+  Expected<MediaInfo> info = read_back_media(out);
   ASSERT_TRUE(info.has_value()) << info.status().to_string();
   ASSERT_NE(info->first(StreamKind::kVideo), nullptr);
   ASSERT_NE(info->first(StreamKind::kAudio), nullptr);

@@ -115,7 +115,7 @@ TEST(IoRawWriters, FFmpegReadsThemBack) {
   std::mt19937 rng(7);
   for (auto& x : v.rgb) x = static_cast<uint8_t>(rng() % 256);
   ASSERT_TRUE(write_y4m(dir.file("v.y4m"), v).is_ok());
-  const auto video = probe_media(dir.file("v.y4m"));
+  const auto video = read_back_media(dir.file("v.y4m"));
   ASSERT_TRUE(video.has_value()) << video.status().to_string();
   const StreamInfo* s = video->first(StreamKind::kVideo);
   ASSERT_NE(s, nullptr);
@@ -131,7 +131,7 @@ TEST(IoRawWriters, FFmpegReadsThemBack) {
   AudioTrack a;
   a.samples.assign(2 * 3200, 0.1f);
   ASSERT_TRUE(write_wav(dir.file("a.wav"), a).is_ok());
-  const auto audio = probe_media(dir.file("a.wav"));
+  const auto audio = read_back_media(dir.file("a.wav"));
   ASSERT_TRUE(audio.has_value()) << audio.status().to_string();
   const StreamInfo* t = audio->first(StreamKind::kAudio);
   ASSERT_NE(t, nullptr);

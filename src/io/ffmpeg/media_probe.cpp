@@ -114,7 +114,7 @@ Status decode(StreamDecoder& d, const AVPacket* packet, AVFrame* frame, MediaInf
       ++s.decoded_frames;
     } else {
       s.decoded_samples += frame->nb_samples;
-      add_squares(frame, s.channel_rms);  // sums of squares until the end of probe_media
+      add_squares(frame, s.channel_rms);  // sums of squares until the end of read_back_media
     }
     av_frame_unref(frame);
   }
@@ -128,7 +128,7 @@ const StreamInfo* MediaInfo::first(StreamKind kind) const {
   return nullptr;
 }
 
-Expected<MediaInfo> probe_media(const std::string& path) {
+Expected<MediaInfo> read_back_media(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return not_found("no file at " + path);
   av::quiet_logs();

@@ -1,7 +1,7 @@
 // Reads a media file back by decoding all of it: the streams, their sizes and rates, how many frames
 // and samples actually decode, and the first video frame as RGB. Used to check what write_mp4 wrote
-// (tests, `orochi inspect`). The declarations need no FFmpeg, but probe_media is only defined in
-// builds with FFmpeg (OROCHI_WITH_FFMPEG).
+// (tests, `orochi inspect`); io::probe_media (io/media_in.h) reads headers alone, for requests. The
+// declarations need no FFmpeg, but read_back_media is only defined in builds with FFmpeg.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,6 @@ struct MediaInfo {
 };
 
 // not_found for a missing file, corrupt_file for one FFmpeg cannot read or decode.
-Expected<MediaInfo> probe_media(const std::string& path);
+Expected<MediaInfo> read_back_media(const std::string& path);
 
 }  // namespace orochi::io
