@@ -1,5 +1,7 @@
 #include "apps/args.h"
 
+#include "core/check.h"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -33,7 +35,9 @@ std::string number_text(double v) {
 }  // namespace
 
 Expected<Args> Args::parse(const std::vector<std::string>& argv, const std::set<std::string>& valued,
-                           const std::set<std::string>& flags) {
+                           const std::set<std::string>& flags, const std::set<std::string>& repeatable) {
+  for (const std::string& name : repeatable)
+    OROCHI_CHECK(valued.count(name) > 0, "repeatable option --" + name + " must be a valued option");
   Args a;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& w = argv[i];
@@ -52,14 +56,16 @@ Expected<Args> Args::parse(const std::vector<std::string>& argv, const std::set<
     const bool is_flag = flags.count(name) > 0 || name == "help";
     if (!is_flag && valued.count(name) == 0)
       return usage_error("unknown option --" + name);
-    if (a.values_.count(name)) return usage_error("--" + name + " is given twice; pass it once");
+    if (a.values_.count(name) && repeatable.count(name) == 0)
+      return usage_error("--" + name + " is given twice; pass it once");
     if (is_flag) {
       if (eq != std::string::npos) return usage_error("--" + name + " takes no value, got '" + w + "'");
       a.values_[name] = "1";
       continue;
     }
     if (eq != std::string::npos) {  // --name=value: the value is taken as written, dashes included
-      a.values_[name] = w.substr(eq + 1);
+      a.values_.emplace(name, w.substr(eq + 1));
+      a.given_.push_back({name, w.substr(eq + 1)});
       continue;
     }
     if (i + 1 >= argv.size()) return usage_error("--" + name + " needs a value");
@@ -67,7 +73,8 @@ Expected<Args> Args::parse(const std::vector<std::string>& argv, const std::set<
     if (looks_like_option(value))
       return usage_error("--" + name + " needs a value, got the option " + value + " (write --" + name + "=" +
                          value + " if that is the value you mean)");
-    a.values_[name] = value;
+    a.values_.emplace(name, value);
+    a.given_.push_back({name, value});
     ++i;
   }
   return a;
@@ -76,6 +83,20 @@ Expected<Args> Args::parse(const std::vector<std::string>& argv, const std::set<
 std::string Args::get(const std::string& name, const std::string& fallback) const {
   auto it = values_.find(name);
   return it == values_.end() ? fallback : it->second;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  std::vector<std::string> out;
+  for (const Option& o : given_)
+    if (o.name == name) out.push_back(o.value);
+  return out;
+}
+
+std::vector<Args::Option> Args::in_order(const std::set<std::string>& names) const {
+  std::vector<Option> out;
+  for (const Option& o : given_)
+    if (names.count(o.name)) out.push_back(o);
+  return out;
 }
 
 Expected<int64_t> parse_int(const std::string& what, const std::string& text, int64_t min, int64_t max) {

@@ -1,7 +1,7 @@
 // The one option parser of every orochi command: `--name value`, `--name=value` and `--flag`.
 // Every mistake it finds is a usage error (ErrorCode::kUsage, exit code 2 through fail()) that names
 // the option: an unknown option, a missing value, an option name where a value belongs
-// (`--out --quiet`), an option given twice, a value that is not a number or is outside its range.
+// (`--out --quiet`), an option given twice (unless it is repeatable), a value that is not a number or is outside its range.
 // Numbers are never clamped: a value the option cannot take is refused.
 #pragma once
 
@@ -18,13 +18,23 @@ namespace orochi::apps {
 class Args {
  public:
   // `valued`: options that take a value; `flags`: options that do not. `--help` is always a flag.
-  // Other words are positionals; after `--` every word is one.
+  // `repeatable`: valued options that may be given more than once (--ref-image A --ref-image B);
+  // their values keep the command line's order. Other words are positionals; after `--` every word is one.
+  struct Option {
+    std::string name, value;
+  };
   static Expected<Args> parse(const std::vector<std::string>& argv, const std::set<std::string>& valued,
-                              const std::set<std::string>& flags);
+                              const std::set<std::string>& flags, const std::set<std::string>& repeatable = {});
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   const std::vector<std::string>& positionals() const { return positionals_; }
+  // The value of `name` (the first one of a repeatable option), or `fallback`.
   std::string get(const std::string& name, const std::string& fallback) const;
+  // Every value given for `name`, in command-line order.
+  std::vector<std::string> get_all(const std::string& name) const;
+  // The valued options among `names`, each occurrence in command-line order (how references
+  // of several kinds keep their order).
+  std::vector<Option> in_order(const std::set<std::string>& names) const;
 
   // Integers in [min, max] (inclusive), decimal digits with an optional leading '-'.
   Expected<int64_t> get_int(const std::string& name, int64_t fallback, int64_t min = INT64_MIN,
@@ -40,6 +50,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::vector<Option> given_;  // every valued option as given, in order
   std::vector<std::string> positionals_;
 };
 

@@ -23,22 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-engine::GenerateRequest request_of(const GenerateOptions& o) {
-  engine::GenerateRequest r;
-  r.width = o.width;
-  r.height = o.height;
-  r.frames = o.frames;
-  r.steps = o.steps;
-  r.seed = o.seed;
-  r.video_shift = o.video_shift;
-  r.audio_shift = o.audio_shift;
-  r.prompt = o.prompt;
-  r.text_features_file = o.text_features;
-  r.text_rows = o.text_rows;
-  r.text_layer = o.text_layer;
-  return r;
-}
-
 }  // namespace
 
 int run_generate(const std::vector<std::string>& argv) {

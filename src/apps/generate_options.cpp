@@ -2,6 +2,7 @@
 #include "planner/parallel_choice.h"
 
 #include "apps/args.h"
+#include "apps/reference_options.h"
 #include "apps/request_limits.h"
 #include "io/mp4.h"
 #include "io/output_file.h"
@@ -12,12 +13,12 @@
 namespace orochi::apps {
 
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv) {
-  OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv,
-                                                 {"text-features", "width", "height", "frames", "steps", "seed",
-                                                  "video-shift", "audio-shift", "out", "crf", "prompt", "device",
-                                                  "text-rows", "text-layer", "gpus", "parallel", "comm-timeout",
-                                                  "set"},
-                                                 {"json", "quiet", "random-weights"}));
+  std::set<std::string> valued = {"text-features", "width", "height", "frames", "steps", "seed",
+                                  "video-shift", "audio-shift", "out", "crf", "prompt", "device",
+                                  "text-rows", "text-layer", "gpus", "parallel", "comm-timeout", "set"};
+  std::set<std::string> repeatable;
+  add_reference_options(valued, repeatable);
+  OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv, valued, {"json", "quiet", "random-weights"}, repeatable));
   if (args.positionals().size() > 1)
     return usage_error("generate takes at most one MODEL_DIR, got " + std::to_string(args.positionals().size()) +
                             " positional arguments");
@@ -51,7 +52,30 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   o.out = args.get("out", "output.mp4");
   o.json = args.has("json");
   o.quiet = args.has("quiet");
+  o.canvas_given = args.has("width") || args.has("height");
+  OROCHI_ASSIGN_OR_RETURN(ReferenceOptions refs, parse_reference_options(args));
+  o.references = std::move(refs.references);
+  o.ref_size = refs.ref_size;
   return o;
+}
+
+engine::GenerateRequest request_of(const GenerateOptions& o) {
+  engine::GenerateRequest r;
+  r.width = o.width;
+  r.height = o.height;
+  r.frames = o.frames;
+  r.steps = o.steps;
+  r.seed = o.seed;
+  r.video_shift = o.video_shift;
+  r.audio_shift = o.audio_shift;
+  r.prompt = o.prompt;
+  r.text_features_file = o.text_features;
+  r.text_rows = o.text_rows;
+  r.text_layer = o.text_layer;
+  r.references = o.references;
+  r.ref_size = o.ref_size;
+  if (engine::workflow_of(r) == "fl2va" && !o.canvas_given) r.width = r.height = 0;
+  return r;
 }
 
 // What the command itself can refuse before the engine opens a model: the canvas and frames (the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/generate_request.h"
 
 namespace orochi::apps {
 
@@ -25,7 +26,14 @@ struct GenerateOptions {
   std::string set;               // --set NAME=VALUE[,...]: run switches (the engine checks them)
   int64_t text_rows = 0;
   bool json = false, quiet = false, random_weights = false;
+  bool canvas_given = false;     // --width or --height on the command line (fl2va's canvas follows its keyframe otherwise)
+  std::vector<engine::ReferenceInput> references;  // --image ... --ref-audio, in command-line order
+  engine::RefSize ref_size = engine::RefSize::k2048;
 };
+
+// The engine's request for these options: with fl2va keyframes and no --width/--height, the canvas
+// is left to the engine (0 x 0: the first keyframe's aspect).
+engine::GenerateRequest request_of(const GenerateOptions& o);
 
 // Parses and defaults the options (defaults depend on demo / checkpoint / --random-weights). The
 // parser's errors and the values outside their stated limits (apps/request_limits.h) are usage

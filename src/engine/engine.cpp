@@ -6,6 +6,7 @@
 
 #include "core/format.h"
 #include "core/host_memory.h"
+#include "engine/reference_checks.h"
 #include "models/h3/denoiser.h"
 #include "models/h3/flops.h"
 #include "models/h3/summary.h"
@@ -210,14 +211,16 @@ Status Engine::check_conditioning(const ModelSource& source, const GenerateReque
       return not_found(tokenizer + "/tokenizer.json is missing: --prompt needs the checkpoint's tokenizer");
     OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(*source.dir + "/text_encoder", r.text_layer));
   }
-  return Status::ok();
+  // The references: counts, every file's headers, aspects, lengths, the frame rule (reference_checks.h).
+  return check_references(r).status();
 }
 
 Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   if (source_.transformer_dir)
     return invalid_argument(*source_.transformer_dir + " is a transformer folder alone: a generation needs the "
                             "model folder above it (with vae/ and audio_vae/)");
-  OROCHI_RETURN_IF_ERROR(check_workflow(*family_, "t2va"));
+  OROCHI_RETURN_IF_ERROR(check_references(asked).status());  // a bad file before "not built yet"
+  OROCHI_RETURN_IF_ERROR(check_workflow(*family_, workflow_of(asked)));
   RunPlan plan;
   GenerateRequest& r = plan.request;
   r = asked;

@@ -71,6 +71,34 @@ struct VideoReadOptions {
 // True when this build reads media files (it was built with FFmpeg's libraries).
 bool media_input_supported();
 
+// What a media file's headers say, without decoding it: what a request needs to be checked and
+// planned before any weight is read (sizes, frame counts, durations, soundtracks).
+enum class MediaKind { kImage, kVideo, kAudio };
+const char* media_kind_name(MediaKind kind);  // "image", "video", "audio"
+
+struct MediaProbe {
+  MediaKind kind = MediaKind::kImage;
+  std::string format;               // "PNG", "JPEG", ... for images; FFmpeg's demuxer name otherwise
+  int64_t width = 0, height = 0;    // as displayed: EXIF orientation / the display rotation applied
+  // Video: the first video stream (attached cover pictures are not one).
+  double fps = 0;                   // average rate, else FFmpeg's guess; 0 when neither is known
+  int64_t frames = 0;               // the container's count, else duration x fps, else packets counted
+  double duration_seconds = 0;      // frames / fps when both are known, else the container's
+  // Audio: the first audio stream (a video's soundtrack, or an audio file's).
+  bool has_audio = false;
+  int sample_rate = 0;
+  int channels = 0;
+  double audio_seconds = 0;         // the stream's duration, else the container's; 0 when unknown
+};
+
+// The headers of an image (io/image_header.h: no FFmpeg needed for the bytes, but the build must
+// read media to use them), a video or an audio file: FFmpeg's avformat_open_input and
+// avformat_find_stream_info, nothing decoded beyond what those read. Errors, each naming the file:
+// not_found (no file, or a folder), corrupt_file (empty, truncated, not media, no usable stream,
+// a zero-sized picture), invalid_argument (over kMaxMediaFileBytes or kMaxImagePixels),
+// unsupported (a build without FFmpeg).
+Expected<MediaProbe> probe_media(const std::string& path);
+
 // JPEG, PNG, WebP, BMP, GIF (first frame) and whatever else libavcodec decodes as a still image.
 // EXIF orientation (JPEG APP1, PNG eXIf, WebP EXIF) is applied; gray, gray+alpha, palette and RGBA
 // are converted as PIL's convert("RGB") does (alpha dropped, not composited; 16-bit RGB(A) and

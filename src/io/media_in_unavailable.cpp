@@ -1,8 +1,18 @@
-// media_input_supported() for every build, and the readers for a build without FFmpeg's libraries
-// (with them, src/io/ffmpeg/{image,video,audio}_reader.cpp define them instead).
+// media_input_supported() and media_kind_name() for every build; the readers and probe_media for a
+// build without FFmpeg's libraries (with them, src/io/ffmpeg/{image,video,audio}_reader.cpp and
+// media_header_probe.cpp define them instead).
 #include "io/media_in.h"
 
 namespace orochi::io {
+
+const char* media_kind_name(MediaKind kind) {
+  switch (kind) {
+    case MediaKind::kImage: return "image";
+    case MediaKind::kVideo: return "video";
+    case MediaKind::kAudio: return "audio";
+  }
+  return "?";
+}
 
 bool media_input_supported() {
 #ifdef OROCHI_WITH_FFMPEG
@@ -27,6 +37,7 @@ Status no_ffmpeg(const std::string& path) {
 Expected<RgbImage> read_image(const std::string& path) { return no_ffmpeg(path); }
 Expected<DecodedVideo> read_video(const std::string& path, const VideoReadOptions&) { return no_ffmpeg(path); }
 Expected<DecodedAudio> read_audio(const std::string& path) { return no_ffmpeg(path); }
+Expected<MediaProbe> probe_media(const std::string& path) { return no_ffmpeg(path); }
 #endif
 
 }  // namespace orochi::io

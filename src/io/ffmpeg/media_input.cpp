@@ -1,10 +1,12 @@
 #include "io/ffmpeg/media_input.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
 extern "C" {
+#include <libavutil/display.h>
 #include <libavutil/pixdesc.h>
 }
 
@@ -34,6 +36,17 @@ Expected<InputFormatPtr> open_media_input(const std::string& path, const std::st
     return failure(ErrorCode::kCorruptFile, err, "cannot find the streams of " + path,
                    "the file is damaged or truncated");
   return input;
+}
+
+int display_quarter_turns(const AVStream* stream) {
+  size_t size = 0;
+  const uint8_t* matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
+  if (!matrix || size < 9 * sizeof(int32_t)) return 0;
+  const double degrees = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
+  if (!std::isfinite(degrees)) return 0;
+  const int rotation = static_cast<int>(degrees);  // int() truncates toward zero
+  const int turns = static_cast<int>(std::nearbyint(rotation / 90.0));
+  return ((turns % 4) + 4) % 4;
 }
 
 Expected<CodecContextPtr> open_strict_decoder(const AVStream* stream, const std::string& path) {

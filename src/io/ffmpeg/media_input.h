@@ -57,6 +57,10 @@ Status decode_packet(AVCodecContext* decoder, const AVPacket* packet, AVFrame* f
   }
 }
 
+// PyAV's frame.rotation (int of av_display_rotation_get, counter-clockwise degrees), snapped as D does:
+// round(rotation / 90) % 4 with Python's half-to-even round and non-negative modulo.
+int display_quarter_turns(const AVStream* stream);
+
 // Converts a decoded picture to RGB8 [H, W, 3] the way PIL's convert("RGB") treats the same pixels:
 // alpha dropped, gray replicated, palettes looked up, 16-bit RGB(A) and gray+alpha to their high
 // byte, 16-bit gray alone clipped to 255 (PIL's I;16). Other formats (YUV) go through swscale with the frame's own matrix and range,

@@ -6,10 +6,6 @@
 #include "io/ffmpeg/media_input.h"
 #include "io/media_in.h"
 
-extern "C" {
-#include <libavutil/display.h>
-}
-
 namespace orochi::io {
 namespace {
 
@@ -30,19 +26,6 @@ RgbImage rotate_clockwise(const RgbImage& in, int turns) {
       std::memcpy(out.rgb.data() + (y * out.width + x) * 3, in.pixel(sy, sx), 3);
     }
   return out;
-}
-
-// PyAV's frame.rotation (int of av_display_rotation_get, counter-clockwise degrees), snapped as D does:
-// round(rotation / 90) % 4 with Python's half-to-even round and non-negative modulo.
-int quarter_turns(const AVStream* stream) {
-  size_t size = 0;
-  const uint8_t* matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
-  if (!matrix || size < 9 * sizeof(int32_t)) return 0;
-  const double degrees = av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix));
-  if (!std::isfinite(degrees)) return 0;
-  const int rotation = static_cast<int>(degrees);  // int() truncates toward zero
-  const int turns = static_cast<int>(std::nearbyint(rotation / 90.0));
-  return ((turns % 4) + 4) % 4;
 }
 
 }  // namespace
@@ -70,7 +53,7 @@ Expected<DecodedVideo> read_video(const std::string& path, const VideoReadOption
   if (rate.num <= 0 || rate.den <= 0) rate = av_guess_frame_rate(input.get(), vstream, nullptr);
   out.fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
   out.frames.fps = FrameRate{rate.num > 0 && rate.den > 0 ? rate.num : 0, rate.den > 0 ? rate.den : 1};
-  out.rotation_quarter_turns = quarter_turns(vstream);
+  out.rotation_quarter_turns = av::display_quarter_turns(vstream);
 
   OROCHI_ASSIGN_OR_RETURN(av::CodecContextPtr vdec, av::open_strict_decoder(vstream, path));
   av::CodecContextPtr adec;
