@@ -10,7 +10,6 @@ namespace {
 constexpr double kFrameRescale = 5.0 / 3.0;  // rotary units per pixel frame (24 fps -> 40 units/s)
 constexpr int kFramesPerLatent[5] = {1, 4, 4, 4, 4};
 constexpr double kSpatialScale = 32.0;
-constexpr float kConditionTimestep = 0.999f;
 
 // Rotary time of each latent frame: origin + sequential cumulative sum of 5/3 * (1,4,4,4,4).
 std::vector<double> temporal_grid(int64_t frames, double origin) {

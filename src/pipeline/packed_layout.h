@@ -13,6 +13,10 @@ namespace orochi::pipeline {
 
 enum class KeyframeAnchor { kFirst, kLast };
 
+// The level conditioning rows are noised to and held at (components.keyframe_noise_aug): their
+// latents are mixed 0.999·z + (1 − 0.999)·ε once, and their rows take max(t_v, 0.999) every step.
+inline constexpr float kConditionTimestep = 0.999f;
+
 struct LayoutRequest {
   int64_t text_rows = 0;
   int64_t latent_frames = 0;      // T = 5n + 2 for 17n + 5 pixel frames

@@ -1,6 +1,7 @@
 #include "pipeline/t2va.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "core/random.h"
 #include "models/h3_audio_vae/decoder.h"
@@ -9,6 +10,7 @@
 #include "pipeline/finite_check.h"
 #include "pipeline/latent_packing.h"
 #include "pipeline/packed_layout.h"
+#include "pipeline/scheduler_h3.h"
 
 namespace orochi::pipeline {
 namespace {
@@ -17,6 +19,21 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr int64_t kAudioChannels = 2;  // stereo, channel-major rows
+
+// Row blocks f32 [N_i, W] (contiguous) stacked in order: [Σ N_i, W].
+Tensor stack_rows(const std::vector<Tensor>& parts) {
+  if (parts.size() == 1) return parts[0];
+  int64_t rows = 0;
+  for (const Tensor& p : parts) rows += p.dim(0);
+  Tensor out = Tensor::uninitialized({rows, parts[0].dim(1)}, DType::kF32);
+  float* dst = out.data<float>();
+  for (const Tensor& p : parts) {
+    const Tensor c = p.contiguous();
+    std::memcpy(dst, c.data<float>(), static_cast<size_t>(c.numel()) * sizeof(float));
+    dst += c.numel();
+  }
+  return out;
+}
 
 
 }  // namespace
@@ -38,6 +55,10 @@ Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape)
   OROCHI_ASSIGN_OR_RETURN(plan.geometry, video_geometry(shape.width, shape.height, shape.frames));
   if (shape.steps < 1 || shape.steps > 1000)
     return invalid_argument("--steps must be in [1, 1000], got " + std::to_string(shape.steps));
+  const std::vector<KeyframeAnchor>& keys = shape.keyframes;
+  if (keys.size() > 2 || (keys.size() == 2 && (keys[0] != KeyframeAnchor::kFirst || keys[1] != KeyframeAnchor::kLast)))
+    return invalid_argument("fl2va takes at most one first keyframe (--image) and one last keyframe (--last-image), "
+                            "the first before the last");
   if (shape.text_rows < 1 || shape.text_rows > kMaxTextRows)
     return invalid_argument("the text conditioning has " + std::to_string(shape.text_rows) +
                             " rows; it must have 1 to " + std::to_string(kMaxTextRows) + " (--text-rows)");
@@ -53,11 +74,58 @@ Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape)
   layout_request.audio_channels = kAudioChannels;
   layout_request.patch_h = config.patch_size[1];
   layout_request.patch_w = config.patch_size[2];
+  layout_request.keyframes = shape.keyframes;
   OROCHI_ASSIGN_OR_RETURN(plan.layout, build_packed_layout(layout_request));
   const TimestepPlan tables = plan_timesteps(plan.layout, plan.video_schedule, plan.audio_schedule);
   plan.table_timesteps = tables.timesteps.numel();
   plan.steps = tables.steps();
   return plan;
+}
+
+Expected<DenoiseRequest> denoise_inputs(const T2vaRequest& request, const T2vaPlan& plan) {
+  const h3::H3Config& config = plan.model;
+  const Tensor& text = request.text_features;
+  if (!text.defined() || text.dtype() != DType::kF32 || text.ndim() != 2 || text.dim(0) != plan.shape.text_rows ||
+      text.dim(1) != config.text_dim)
+    return shape_mismatch("text features must be f32 [" + std::to_string(plan.shape.text_rows) + ", " +
+                          std::to_string(config.text_dim) + "] as planned, got " +
+                          (text.defined() ? text.describe() : std::string("nothing")));
+  const VideoGeometry& geometry = plan.geometry;
+  const size_t keyframes = plan.shape.keyframes.size();
+  if (request.condition_latents.size() != keyframes)
+    return shape_mismatch("the plan reserves " + std::to_string(keyframes) + " keyframe conditioning frame(s), the "
+                          "request carries " + std::to_string(request.condition_latents.size()) + " latent(s)");
+  const PatchSize patch{config.patch_size[0], config.patch_size[1], config.patch_size[2]};
+  // Conditioning first (D PrepareConditionLatentsStep: one draw per condition, then the anchor mix
+  // t·z + (1 − t)·ε at t = 0.999, then patchify), then the target's noise as the pipeline draws it:
+  // the video as a latent tensor, then patchified; the audio directly in row layout.
+  std::vector<Tensor> video_parts;
+  for (size_t i = 0; i < keyframes; ++i) {
+    const Tensor& z = request.condition_latents[i];
+    const Shape want = {config.in_channels, 1, geometry.latent_height, geometry.latent_width};
+    if (!z.defined() || z.dtype() != DType::kF32 || z.shape() != want)
+      return shape_mismatch("keyframe " + std::to_string(i + 1) + "'s latent must be f32 " + shape_to_string(want) +
+                            " (the canvas " + std::to_string(geometry.width) + "x" + std::to_string(geometry.height) +
+                            "), got " + (z.defined() ? z.describe() : std::string("nothing")));
+    const Tensor noise = normal_tensor(want, request.seed, kConditionNoiseStream + i);
+    OROCHI_ASSIGN_OR_RETURN(Tensor rows,
+                            patchify_video_latents(h3_scale_noise(z.contiguous(), kConditionTimestep, noise), patch));
+    video_parts.push_back(std::move(rows));
+  }
+  const Tensor video_noise = normal_tensor(
+      {config.in_channels, geometry.latent_frames, geometry.latent_height, geometry.latent_width}, request.seed,
+      kVideoNoiseStream);  // [C, T, H, W]
+  OROCHI_ASSIGN_OR_RETURN(Tensor target_rows, patchify_video_latents(video_noise, patch));
+  video_parts.push_back(std::move(target_rows));
+  DenoiseRequest d;
+  d.layout = &plan.layout;
+  d.video_schedule = &plan.video_schedule;
+  d.audio_schedule = &plan.audio_schedule;
+  d.text = text;
+  d.video_rows = stack_rows(video_parts);
+  d.audio_rows = normal_tensor({kAudioChannels * geometry.audio_latents, config.audio_in_channels}, request.seed,
+                               kAudioNoiseStream);  // [2A, C]
+  return d;
 }
 
 Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
@@ -69,35 +137,15 @@ Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_va
   };
   const h3::H3Config& config = plan.model;
   const auto t_prepare = Clock::now();
-  const Tensor& text = request.text_features;
-  if (!text.defined() || text.dtype() != DType::kF32 || text.ndim() != 2 || text.dim(0) != plan.shape.text_rows ||
-      text.dim(1) != config.text_dim)
-    return shape_mismatch("text features must be f32 [" + std::to_string(plan.shape.text_rows) + ", " +
-                          std::to_string(config.text_dim) + "] as planned, got " +
-                          (text.defined() ? text.describe() : std::string("nothing")));
   const VideoGeometry& geometry = plan.geometry;
   const PackedLayout& layout = plan.layout;
-  const H3Schedule& video_schedule = plan.video_schedule;
-  const H3Schedule& audio_schedule = plan.audio_schedule;
   T2vaResult result;
   result.geometry = geometry;
   result.packed_rows = layout.rows;
+  result.condition_rows = layout.condition_video_rows;
+  OROCHI_ASSIGN_OR_RETURN(const DenoiseRequest denoise_request, denoise_inputs(request, plan));
   result.text_rows = request.text_features.dim(0);
-
-  // Noise as the pipeline draws it: the video as a latent tensor, then patchified; the audio
-  // directly in row layout.
   const PatchSize patch{config.patch_size[0], config.patch_size[1], config.patch_size[2]};
-  const Tensor video_noise = normal_tensor(
-      {config.in_channels, geometry.latent_frames, geometry.latent_height, geometry.latent_width}, request.seed,
-      kVideoNoiseStream);  // [C, T, H, W]
-  DenoiseRequest denoise_request;
-  denoise_request.layout = &layout;
-  denoise_request.video_schedule = &video_schedule;
-  denoise_request.audio_schedule = &audio_schedule;
-  denoise_request.text = request.text_features;
-  OROCHI_ASSIGN_OR_RETURN(denoise_request.video_rows, patchify_video_latents(video_noise, patch));
-  denoise_request.audio_rows = normal_tensor({kAudioChannels * geometry.audio_latents, config.audio_in_channels},
-                                             request.seed, kAudioNoiseStream);  // [2A, C]
   const double setup_s = seconds_since(t_prepare);
 
   auto on_step = [&](const StepProgress& p) {
@@ -113,10 +161,13 @@ Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_va
   else denoiser.release();
   OROCHI_RETURN_IF_ERROR(cancelled("the video decode"));
 
-  // Video: unpack the target rows (t2va has no conditioning rows), decode, to pixels.
+  // Video: cut the keyframe conditioning rows off (D AfterDenoiseStep), unpack the target rows,
+  // decode, to pixels.
   const auto t_video = Clock::now();
+  const Tensor target_rows =
+      denoised.video_rows.slice(0, layout.condition_video_rows, denoised.video_rows.dim(0)).contiguous();
   OROCHI_ASSIGN_OR_RETURN(const Tensor latents,
-                          unpatchify_video_rows(denoised.video_rows, config.in_channels, geometry.latent_frames,
+                          unpatchify_video_rows(target_rows, config.in_channels, geometry.latent_frames,
                                                 geometry.latent_height, geometry.latent_width, patch));
   auto on_chunk = [&](int64_t done, int64_t total, double seconds) {
     if (progress) progress({"video decode", done, total, seconds});

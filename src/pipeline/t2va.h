@@ -1,6 +1,8 @@
 // A MiniMax-H3 text-to-video-with-audio run, as diffusers' modular t2va pipeline runs it: packed
 // layout -> noise -> denoising loop (video shift 12, audio shift 3, one forward per step) -> unpack ->
 // video VAE decode (temporal chunks, spatial tiles) and audio VAE decode -> pixels and waveform.
+// fl2va (pipeline/fl2va.h) is the same run with keyframe conditioning rows in front of the target
+// video (MODELS_H3.md §1.6): the plan's layout reserves them, the request carries their latents.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "models/h3/request_buffers.h"
 #include "models/h3/transformer.h"
 #include "pipeline/decoders.h"
+#include "pipeline/denoise_loop.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/scheduler_h3.h"
 #include "pipeline/video_geometry.h"
@@ -27,12 +30,17 @@ struct T2vaRequest {
   uint64_t seed = 0;                          // keys every noise tensor (counter-based: same on any device)
   double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
   Tensor text_features;                       // f32 [L, text_dim]
+  // fl2va: the keyframes' normalized VAE latents f32 [C, 1, h, w] (h3vae::encode_condition), one per
+  // keyframe of the plan, in packed order; empty for t2va.
+  std::vector<Tensor> condition_latents;
 };
 
 // Noise streams of a request's seed: the same (seed, stream, element) gives the same number on the
 // CPU, on a GPU and on any split across GPUs.
 inline constexpr uint64_t kVideoNoiseStream = 11;  // [C, T, H, W] latent layout, then patchified
 inline constexpr uint64_t kAudioNoiseStream = 12;  // [2A, C] channel-major rows
+// Conditioning latent i (a keyframe) draws its noise from stream kConditionNoiseStream + i.
+inline constexpr uint64_t kConditionNoiseStream = 1000;
 
 // Progress of the long stages: "denoise" (per step), "video decode" (per temporal chunk), "audio
 // decode" (once). `done` of `total`, `seconds` of this unit of work.
@@ -45,6 +53,7 @@ using T2vaProgressCallback = std::function<void(const T2vaProgress&)>;
 
 struct T2vaTimes {
   double prepare_s = 0;  // layout, noise, AdaLN tables
+  double condition_encode_s = 0;  // fl2va: the keyframes through the video VAE encoder
   std::vector<double> step_s;
   double video_decode_s = 0, audio_decode_s = 0;
 };
@@ -52,6 +61,7 @@ struct T2vaTimes {
 struct T2vaResult {
   VideoGeometry geometry;
   int64_t packed_rows = 0, text_rows = 0, table_timesteps = 0;
+  int64_t condition_rows = 0;  // fl2va: keyframe rows held at max(t_v, 0.999), cut off before the decode
   Tensor frames;    // f32 [F, 3, H, W], RGB in [0, 1]
   Tensor waveform;  // f32 [2, 800·A] in [-1, 1], 32 kHz
   int sample_rate = 32000;
@@ -67,6 +77,7 @@ struct T2vaShape {
   int64_t width = 0, height = 0, frames = 0, steps = 8;
   double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
   int64_t text_rows = 0;
+  std::vector<KeyframeAnchor> keyframes;  // fl2va: one conditioning frame per anchor, in packed order
 };
 
 // What a request will do, before any work: sizes, layout, schedules, how many AdaLN tables. Made
@@ -81,7 +92,7 @@ struct T2vaPlan {
   int64_t steps = 0;  // denoiser evaluations: the shorter schedule's (equal unless a huge shift merged sigmas)
 };
 // Checks the shape (geometry errors name the nearest valid values; steps in [1, 1000]; text rows
-// in [1, 65536]).
+// in [1, 65536]; at most one first and one last keyframe, first before last).
 Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape);
 T2vaShape shape_of(const T2vaRequest& request);  // text_rows from the features
 // What a GPU denoiser reserves for the plan's request: rows, text, video and audio rows, timesteps.
@@ -94,6 +105,12 @@ struct T2vaRunOptions {
   bool keep_denoiser_weights = false;
   const std::atomic<bool>* cancel = nullptr;  // set: kCancelled at the next step or stage
 };
+
+// The denoise loop's inputs of a request (the packed inputs: layout, schedules, text, and the video
+// rows = the keyframes' noised conditioning rows, then the target's noise; the audio rows = the
+// target's noise). Points into `plan`, which must outlive it. shape_mismatch when the text features or
+// the conditioning latents do not fit the plan.
+Expected<DenoiseRequest> denoise_inputs(const T2vaRequest& request, const T2vaPlan& plan);
 
 // Runs every stage of `plan` (made for this request: the text features must have its L rows and
 // the denoiser's width). Non-finite outputs end the run at the stage that made them (kNonFinite).

@@ -35,6 +35,10 @@ h3vae::VideoVaeConfig demo_video_config(const h3::H3Config& transformer) {
   c.decoder_ffn_mult = 2;
   c.latents_mean.assign(static_cast<size_t>(c.latent_channels), 0.0f);
   c.latents_std.assign(static_cast<size_t>(c.latent_channels), 1.0f);
+  // The encoder: the released levels and factors (16x spatial, 4x temporal), a few channels each.
+  c.block_out_channels = {8, 16, 16, 32, 32, 32};
+  c.layers_per_block = 1;
+  c.norm_num_groups = 8;
   return c;
 }
 
@@ -63,6 +67,21 @@ h3vae::DecoderWeights demo_video_weights(const h3vae::VideoVaeConfig& config, ui
     return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
   };
   Expected<h3vae::DecoderWeights> w = h3vae::assemble_decoder_weights(config, source);
+  OROCHI_CHECK(w.has_value(), w.status().to_string());
+  return std::move(w).value();
+}
+
+h3vae::EncoderWeights demo_video_encoder_weights(const h3vae::VideoVaeConfig& config, uint64_t seed) {
+  uint64_t stream = 3000;
+  auto source = [&](const h3vae::ParamSpec& spec) -> Expected<Tensor> {
+    const std::string& n = spec.name;
+    ++stream;
+    const bool norm = n.find("norm") != std::string::npos;
+    if (norm && n.ends_with(".weight")) return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);
+    if (n.ends_with(".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.05f);
+    return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
+  };
+  Expected<h3vae::EncoderWeights> w = h3vae::assemble_encoder_weights(config, source);
   OROCHI_CHECK(w.has_value(), w.status().to_string());
   return std::move(w).value();
 }
@@ -110,7 +129,9 @@ T2vaModels demo_t2va_models(uint64_t seed) {
   m.name = "built-in tiny demo model (random weights)";
   m.demo = true;
   m.transformer = h3::random_weights(h3::H3Config::tiny_demo(), seed);
-  m.video_vae = demo_video_weights(demo_video_config(m.transformer.config), seed);
+  const h3vae::VideoVaeConfig video_config = demo_video_config(m.transformer.config);
+  m.video_vae = demo_video_weights(video_config, seed);
+  m.video_encoder = demo_video_encoder_weights(video_config, seed);
   m.audio_vae = demo_audio_weights(demo_audio_config(m.transformer.config), seed);
   return m;
 }
@@ -137,6 +158,19 @@ Expected<T2vaModels> load_t2va_models(const std::string& root, bool transformer_
   OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder((fs::path(root) / "audio_vae").string()));
   OROCHI_RETURN_IF_ERROR(check_t2va_models(m));
   return m;
+}
+
+Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& root, const T2vaModels& models) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path vae = fs::path(root) / "vae";
+  if (!fs::is_directory(vae, ec))
+    return not_found(root + " has no vae/ folder: fl2va encodes its keyframes with the video VAE's encoder");
+  OROCHI_ASSIGN_OR_RETURN(h3vae::EncoderWeights encoder, h3vae::load_encoder_weights(vae.string()));
+  if (encoder.config.latent_channels != models.video_vae.config.latent_channels)
+    return unsupported(vae.string() + ": the encoder makes " + std::to_string(encoder.config.latent_channels) +
+                       " latent channels, the decoder reads " + std::to_string(models.video_vae.config.latent_channels));
+  return encoder;
 }
 
 Status check_t2va_models(const T2vaModels& m) {

@@ -1,14 +1,17 @@
 // The three models a t2va run decodes with on the CPU: the H3 denoiser, the video VAE decoder and
 // the audio VAE decoder, either loaded from a diffusers-layout pipeline folder or generated (the
-// built-in tiny demo model, so a first-time user gets a video without a checkpoint).
+// built-in tiny demo model, so a first-time user gets a video without a checkpoint), and the video
+// VAE's encoder for fl2va keyframes.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
 #include "models/h3/weights.h"
 #include "models/h3_audio_vae/weights.h"
+#include "models/h3_video_vae/encoder_weights.h"
 #include "models/h3_video_vae/weights.h"
 
 namespace orochi::pipeline {
@@ -19,13 +22,22 @@ struct T2vaModels {
   h3::H3Weights transformer;
   h3vae::DecoderWeights video_vae;
   h3_audio::AudioDecoderWeights audio_vae;
+  // The video VAE's encoder (fl2va keyframes): the demo's is generated with it; a checkpoint's is
+  // read when a request first needs it (load_video_encoder).
+  std::optional<h3vae::EncoderWeights> video_encoder;
 };
 
 // The built-in demo: H3Config::tiny_demo with VAEs of the real geometry (16x spatial, 4x temporal,
 // 17-frame clips, 32 kHz audio at 800 samples per latent) but a few channels wide; random weights
-// drawn from `seed`. Decodes a 5 s clip in seconds on a laptop CPU. The output is noise-like: the
+// drawn from `seed`; its video encoder is the real causal CNN's structure, a few channels per level.
+// Decodes a 5 s clip in seconds on a laptop CPU. The output is noise-like: the
 // weights are random, the pipeline around them is the real one.
 T2vaModels demo_t2va_models(uint64_t seed);
+
+// The encoder half of `root`/vae (fl2va keyframes), checked against the decoder's latent channels.
+// not_found naming the folder when there is none; the loader's error (naming the key) for a vae/
+// without encoder weights.
+Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& root, const T2vaModels& models);
 
 // Loads `root`/transformer, `root`/vae and `root`/audio_vae (diffusers layout). A missing folder is
 // not_found naming it and what it holds.

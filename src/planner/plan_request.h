@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "dist/parallel_options.h"
@@ -13,6 +14,7 @@
 #include "models/h3_video_vae/config.h"
 #include "models/qwen3vl/text_config.h"
 #include "models/qwen3vl/vision_config.h"
+#include "pipeline/packed_layout.h"
 #include "pipeline/scheduler_h3.h"
 #include "planner/plan_types.h"
 
@@ -68,6 +70,7 @@ struct PlanRequest {
   int64_t vision_patches = 0;  // patches of the images and video frames the tower reads (0: no tower)
   int64_t steps = 8;        // denoiser evaluations
   double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
+  std::vector<pipeline::KeyframeAnchor> keyframes;  // fl2va: one conditioning frame of rows each
 };
 
 // "480p" (832x480), "544p" (960x544), "768p" (1344x768) or "WxH" (e.g. "1024x576").

@@ -11,8 +11,8 @@ namespace orochi::planner {
 Expected<RequestShape> request_shape(const ModelConfigs& models, const PlanRequest& request) {
   RequestShape s;
   // The layout and schedules as the run makes them: pipeline::plan_t2va, once.
-  const pipeline::T2vaShape t2va{request.width,       request.height,      request.frames,   request.steps,
-                                 request.video_shift, request.audio_shift, request.text_rows};
+  const pipeline::T2vaShape t2va{request.width,       request.height,      request.frames,    request.steps,
+                                 request.video_shift, request.audio_shift, request.text_rows, request.keyframes};
   OROCHI_ASSIGN_OR_RETURN(s.t2va, pipeline::plan_t2va(models.transformer, t2va));
   s.geometry = s.t2va.geometry;
   const pipeline::PackedLayout& layout = s.t2va.layout;
