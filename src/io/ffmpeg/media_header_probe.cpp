@@ -2,6 +2,7 @@
 // weight is read. Images through io/image_header (bytes, no decoder); videos and audio through
 // avformat_open_input + avformat_find_stream_info. Nothing is decoded beyond what those two read, so
 // a file whose header is whole but whose data is damaged is found later, by the decode.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,21 @@ Expected<int64_t> count_packets(AVFormatContext* input, int stream, const std::s
   return n;
 }
 
+// A container whose index (MP4's sample tables) places a packet past the end of the file was cut
+// short: a faststart MP4 keeps its whole header even when half its data is gone.
+Status check_index_within_file(AVStream* stream, int64_t file_bytes, const std::string& path) {
+  const int n = avformat_index_get_entries_count(stream);
+  int64_t end = 0;
+  for (int i = 0; i < n; ++i) {
+    const AVIndexEntry* e = avformat_index_get_entry(stream, i);
+    if (e && e->pos >= 0) end = std::max<int64_t>(end, e->pos + e->size);
+  }
+  if (end > file_bytes)
+    return corrupt_file(path + " is truncated: its index places data up to byte " + std::to_string(end) +
+                        " but the file has " + std::to_string(file_bytes) + " bytes; give the complete file");
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<MediaProbe> probe_media(const std::string& path) {
@@ -99,6 +115,8 @@ Expected<MediaProbe> probe_media(const std::string& path) {
   if (video < 0 && audio < 0)
     return corrupt_file(path + " holds no video or audio stream FFmpeg can use; give an image (PNG, JPEG, WebP), "
                                "a video (MP4, MOV, MKV, WebM) or an audio file (WAV, FLAC, MP3, M4A)");
+  for (int i : {video, audio})
+    if (i >= 0) OROCHI_RETURN_IF_ERROR(check_index_within_file(input->streams[i], static_cast<int64_t>(bytes), path));
   MediaProbe p;
   p.format = input->iformat->name;
   const double container_seconds =
