@@ -11,6 +11,7 @@
 #include "models/h3/flops.h"
 #include "models/h3/summary.h"
 #include "pipeline/decoders.h"
+#include "pipeline/fl2va.h"
 #include "pipeline/finite_check.h"
 #include "pipeline/text_features.h"
 #include "planner/parallel_choice.h"
@@ -83,7 +84,46 @@ planner::PlanRequest plan_request_of(const GenerateRequest& r) {
   p.steps = r.steps;
   p.video_shift = r.video_shift;
   p.audio_shift = r.audio_shift;
+  // fl2va's keyframe rows, in packed order (first, then last).
+  for (const ReferenceInput& ref : r.references)
+    if (ref.kind == ReferenceInput::Kind::kFirstFrame) p.keyframes.push_back(pipeline::KeyframeAnchor::kFirst);
+  for (const ReferenceInput& ref : r.references)
+    if (ref.kind == ReferenceInput::Kind::kLastFrame) p.keyframes.push_back(pipeline::KeyframeAnchor::kLast);
   return p;
+}
+
+// fl2va: the keyframes read and put onto the canvas (the request's size, else the canvas rule on the
+// first keyframe present: REF2VA.md §0). The demo's rule is the release's scaled to its 320x192
+// default (short edge 192, at most 320·192 pixels), so a demo fl2va stays a CPU-sized request.
+Status plan_keyframes(RunPlan& plan, bool demo) {
+  GenerateRequest& r = plan.request;
+  if ((r.width == 0) != (r.height == 0))
+    return invalid_argument("fl2va takes --width and --height together, or neither (the canvas then follows the first "
+                            "keyframe's aspect)");
+  std::vector<pipeline::Fl2vaKeyframe> keyframes;
+  for (const ReferenceInput& ref : r.references) {
+    pipeline::Fl2vaKeyframe k;
+    k.anchor = ref.kind == ReferenceInput::Kind::kFirstFrame ? pipeline::KeyframeAnchor::kFirst
+                                                             : pipeline::KeyframeAnchor::kLast;
+    Expected<io::RgbImage> image = io::read_image(ref.path);
+    if (!image)
+      return Status(image.status().code(), std::string(reference_flag(ref.kind)) + " " + ref.path + ": " +
+                                               image.status().message());
+    k.image = std::move(image).value();
+    keyframes.push_back(std::move(k));
+  }
+  std::optional<pipeline::reference::Size> canvas;
+  if (r.width != 0) canvas = pipeline::reference::Size{r.width, r.height};
+  pipeline::reference::CanvasRule rule;
+  if (demo) rule = pipeline::reference::CanvasRule{32, 192, 192 * 320};
+  OROCHI_ASSIGN_OR_RETURN(pipeline::Fl2vaKeyframes prepared, pipeline::prepare_fl2va_keyframes(keyframes, canvas, rule));
+  r.width = prepared.canvas.width;
+  r.height = prepared.canvas.height;
+  plan.keyframes = std::move(prepared.images);
+  plan.notes.push_back("fl2va: " + std::to_string(plan.keyframes.size()) + " keyframe(s) on the " +
+                       std::to_string(r.width) + "x" + std::to_string(r.height) + " canvas" +
+                       (canvas ? "" : " (from the first keyframe's aspect)"));
+  return Status::ok();
 }
 
 }  // namespace
@@ -219,12 +259,21 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   if (source_.transformer_dir)
     return invalid_argument(*source_.transformer_dir + " is a transformer folder alone: a generation needs the "
                             "model folder above it (with vae/ and audio_vae/)");
-  OROCHI_RETURN_IF_ERROR(check_references(asked).status());  // a bad file before "not built yet"
-  OROCHI_RETURN_IF_ERROR(check_workflow(*family_, workflow_of(asked)));
   RunPlan plan;
+  plan.workflow = workflow_of(asked);
+  OROCHI_RETURN_IF_ERROR(check_references(asked).status());  // a bad file before "not built yet"
+  OROCHI_RETURN_IF_ERROR(check_workflow(*family_, plan.workflow));
   GenerateRequest& r = plan.request;
   r = asked;
   const bool demo = source_.demo();
+  if (plan.workflow == "fl2va") {
+    if (!demo)
+      return unsupported("fl2va on a checkpoint conditions the denoiser on its presentation (\"<Picture i>: \" and "
+                         "each keyframe's vision tokens, then the prompt) through the Qwen3-VL conditioner with the "
+                         "keyframes' vision features; that prompt path is not wired into the engine yet. The built-in "
+                         "demo model (no MODEL_DIR) runs fl2va on random text rows");
+    OROCHI_RETURN_IF_ERROR(plan_keyframes(plan, demo));
+  }
   if (r.width == 0) r.width = demo ? 320 : 1344;
   if (r.height == 0) r.height = demo ? 192 : 768;
   if (r.steps == 0) r.steps = demo ? 8 : 20;
@@ -427,6 +476,7 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   report.video_shift = plan.request.video_shift;
   report.audio_shift = plan.request.audio_shift;
   report.plan = plan.summary_json();
+  report.workflow = plan.workflow;
   report.switches = run_switches_json(options_.switches);
   for (const std::string& line : plan.notes) note(line);
 
@@ -452,18 +502,30 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
     }
     if (progress) progress(p);
   };
+  // fl2va: the keyframes go through the video VAE's encoder (on the CPU), then t2va's stages.
+  const bool fl2va = !plan.keyframes.empty();
+  if (fl2va && !models_.video_encoder) {
+    if (!source_.dir) return Status(ErrorCode::kInternal, "fl2va: this engine has no video VAE encoder");
+    const auto t_encoder = Clock::now();
+    OROCHI_ASSIGN_OR_RETURN(models_.video_encoder, pipeline::load_video_encoder(*source_.dir, models_));
+    report.load_s += seconds_since(t_encoder);
+  }
+  auto run_workflow = [&](models::Denoiser& denoiser, pipeline::VideoDecoder& video, pipeline::AudioDecoder& audio) {
+    if (!fl2va) return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
+    return pipeline::run_fl2va(denoiser, video, audio, *models_.video_encoder, {request, plan.keyframes},
+                               plan.shape.t2va, run_options);
+  };
   auto run_models = [&]() -> Expected<pipeline::T2vaResult> {
     if (!on_gpu_) {
       h3::CpuDenoiser denoiser(models_.transformer);
       pipeline::CpuVideoDecoder video(models_.video_vae);
       pipeline::CpuAudioDecoder audio(models_.audio_vae);
       report.device = denoiser.device_name();
-      return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
+      return run_workflow(denoiser, video, audio);
     }
     OROCHI_RETURN_IF_ERROR(ensure_gpu_models(plan, report));
     report.device = gpu_->device_name;
-    Expected<pipeline::T2vaResult> r =
-        pipeline::run_t2va(*gpu_->denoiser, *gpu_->video, *gpu_->audio, request, plan.shape.t2va, run_options);
+    Expected<pipeline::T2vaResult> r = run_workflow(*gpu_->denoiser, *gpu_->video, *gpu_->audio);
     // A failed run may leave device state half-done, and a released denoiser has no weights left:
     // the next request makes the models anew.
     if (!r || !plan.keep_denoiser_weights) gpu_.reset();

@@ -13,6 +13,7 @@
 #include "core/tensor.h"
 #include "engine/generate_request.h"
 #include "engine/gpu_backend.h"
+#include "io/media_in.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "planner/request_shape.h"
@@ -32,6 +33,10 @@ struct RunPlan {
   bool keep_denoiser_weights = true;
   Tensor prompt_ids;     // i64 [L] when the request has a prompt (tokenized here)
   Tensor text_features;  // f32 [L, text_dim] when it has a features file (read here)
+  std::string workflow = "t2va";  // workflow_of(request)
+  // fl2va: the keyframes read and put onto the canvas (pipeline::prepare_fl2va_keyframes), in the
+  // layout's packed order (shape.t2va.shape.keyframes).
+  std::vector<io::RgbImage> keyframes;
   std::vector<std::string> notes;  // what the plan chose and why, one line each
 
   // The plan's summary for reports: layout, rows, what streams, the notes.

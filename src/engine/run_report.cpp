@@ -23,7 +23,9 @@ StepStats step_stats(std::vector<double> s) {
   return st;
 }
 
-double pre_seconds(const RunReport& r) { return r.request_memory_s + r.text_s + r.result.times.prepare_s; }
+double pre_seconds(const RunReport& r) {
+  return r.request_memory_s + r.text_s + r.result.times.condition_encode_s + r.result.times.prepare_s;
+}
 double post_seconds(const RunReport& r) {
   return r.result.times.video_decode_s + r.result.times.audio_decode_s + r.encode_s;
 }
@@ -40,19 +42,21 @@ nlohmann::json report_json(const RunReport& r) {
       {"device", r.device},
       {"output", r.output},
       {"request",
-       {{"workflow", "t2va"}, {"width", res.geometry.width}, {"height", res.geometry.height},
+       {{"workflow", r.workflow}, {"width", res.geometry.width}, {"height", res.geometry.height},
         {"frames", res.geometry.frames}, {"fps", 24}, {"steps", r.steps}, {"seed", r.seed},
         {"video_shift", r.video_shift}, {"audio_shift", r.audio_shift}, {"text_rows", res.text_rows}}},
       {"sizes",
        {{"latent_frames", res.geometry.latent_frames}, {"latent_height", res.geometry.latent_height},
         {"latent_width", res.geometry.latent_width}, {"audio_latents", res.geometry.audio_latents},
-        {"packed_rows", res.packed_rows}, {"table_timesteps", res.table_timesteps}}},
+        {"packed_rows", res.packed_rows}, {"condition_rows", res.condition_rows},
+        {"table_timesteps", res.table_timesteps}}},
       {"stages_s",
        {{"load", r.load_s},
         {"pre", pre_seconds(r)},
         {"pre_detail",
          {{"request_memory", r.request_memory_s},
           {"text_features", r.text_s},
+          {"keyframe_encode", res.times.condition_encode_s},
           {"layout_noise_tables", res.times.prepare_s}}},
         {"per_step", {{"median", st.median}, {"min", st.min}, {"max", st.max}, {"all", res.times.step_s}}},
         {"denoise", st.total},

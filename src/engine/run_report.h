@@ -14,6 +14,7 @@ namespace orochi::engine {
 
 struct RunReport {
   std::string model, device, output;
+  std::string workflow = "t2va";
   bool demo = false;
   int64_t request_index = 1;    // 1 for an engine's first request, 2 for the next, ...
   int64_t steps = 0;
