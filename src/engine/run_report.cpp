@@ -78,12 +78,13 @@ std::string report_text(const RunReport& r) {
   std::snprintf(buf, sizeof buf,
                 "stage report (%s):\n"
                 "  load      %8.3f s\n"
-                "  pre       %8.3f s  (request memory %.3f, text features %.3f, layout + noise + AdaLN tables for %lld timesteps %.3f)\n"
+                "  pre       %8.3f s  (request memory %.3f, text features %.3f, keyframe encode %.3f, layout + noise + AdaLN tables for %lld timesteps %.3f)\n"
                 "  per step  %8.3f s  median of %zu (min %.3f, max %.3f); denoise %.3f s\n"
                 "  post      %8.3f s  (video decode %.3f, audio decode %.3f, MP4 encode %.3f)\n"
                 "  e2e       %8.3f s\n"
                 "  peak host memory %s\n",
-                r.device.c_str(), r.load_s, pre_seconds(r), r.request_memory_s, r.text_s, static_cast<long long>(res.table_timesteps),
+                r.device.c_str(), r.load_s, pre_seconds(r), r.request_memory_s, r.text_s, res.times.condition_encode_s,
+                static_cast<long long>(res.table_timesteps),
                 res.times.prepare_s, st.median, res.times.step_s.size(), st.min, st.max, st.total, post_seconds(r),
                 res.times.video_decode_s, res.times.audio_decode_s, r.encode_s, r.e2e_s,
                 format_bytes(r.host_peak_bytes).c_str());
