@@ -5,6 +5,8 @@
 // (Engine::open has not run), and a model folder with no weights at all gets the reference's error.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -63,6 +65,24 @@ TEST(CliReferences, PlanListsTheReferencesInCommandLineOrder) {
   EXPECT_TRUE(b < v && v < w && w < a) << r.output;
   EXPECT_TRUE(contains(r.output, "left out (--ref-video-audio off)")) << r.output;
   EXPECT_TRUE(contains(r.output, "not built yet")) << r.output;
+}
+
+// fl2va's keyframe rows are in the plan: one conditioning frame of rows each, the canvas from the
+// first keyframe (a 64x48 image: 4:3) when --res is not given, as generate takes it.
+TEST(CliReferences, PlanOfAnFl2vaRequestCountsItsKeyframeRows) {
+  SKIP_WITHOUT_FFMPEG();
+  Media m;
+  const testing::CliResult t2va = testing::run_orochi("plan --res 768p --json", false);
+  const testing::CliResult fl2va =
+      testing::run_orochi("plan --res 768p --json --last-image " + m.b + " --image " + m.a, false);
+  ASSERT_EQ(t2va.code, 0) << t2va.output;
+  ASSERT_EQ(fl2va.code, 0) << fl2va.output;
+  const nlohmann::json a = nlohmann::json::parse(t2va.output), b = nlohmann::json::parse(fl2va.output);
+  // 768p: 1344x768 / 16 / 2 / 2 -> 42 x 24 patches per latent frame, two keyframes.
+  EXPECT_EQ(b["request"]["packed_rows"].get<int64_t>() - a["request"]["packed_rows"].get<int64_t>(), 2 * 42 * 24);
+  const testing::CliResult canvas = testing::run_orochi("plan --image " + m.a);
+  EXPECT_EQ(canvas.code, 0) << canvas.output;
+  EXPECT_TRUE(contains(canvas.output, "fl2va references")) << canvas.output;
 }
 
 TEST(CliReferences, UsageErrorsOfTheFlags) {

@@ -77,9 +77,10 @@ Expected<planner::PlanInput> parse_input(const Args& args) {
 }
 
 // fl2va / ref2va: the references checked from their headers as generate checks them (no weight and
-// no pixel read), and listed. Their rows are not in the memory plan yet, so such a plan is refused
-// rather than shown without them.
-Status plan_references(const Args& args, const planner::PlanInput& input) {
+// no pixel read), and listed. fl2va's keyframe rows join the plan (and without --res its canvas is
+// the first keyframe's, as generate takes it); ref2va's rows are not in the memory plan yet, so such
+// a plan is refused rather than shown without them.
+Status plan_references(const Args& args, planner::PlanInput& input) {
   OROCHI_ASSIGN_OR_RETURN(const ReferenceOptions refs, parse_reference_options(args));
   if (refs.references.empty()) return Status::ok();
   engine::GenerateRequest request;
@@ -93,6 +94,14 @@ Status plan_references(const Args& args, const planner::PlanInput& input) {
     std::printf("%s references, in request order:\n", checked.workflow.c_str());
     for (const engine::CheckedReference& c : checked.references)
       std::printf("  %s\n", engine::describe_reference(c).c_str());
+  }
+  if (checked.workflow == "fl2va") {
+    input.request.keyframes = engine::keyframe_anchors(request);
+    if (!args.has("res") && checked.keyframe_canvas) {
+      input.request.width = checked.keyframe_canvas->width;
+      input.request.height = checked.keyframe_canvas->height;
+    }
+    return Status::ok();
   }
   return unsupported("the memory plan of a " + checked.workflow + " request (its reference rows, the vision and "
                      "VAE encoders) is not built yet (issue 23); the references above are valid. `orochi plan` "

@@ -101,7 +101,8 @@ constexpr const char* kPlanHelp =
     "                 largest SP share sets the rows); `orochi help switches`\n"
     "  --image --last-image --ref-image --ref-video --ref-audio FILE, --ref-video-audio on|off,\n"
     "  --ref-size 2048|match   generate's reference flags: checked from the files' headers and listed in\n"
-    "                 order; the memory plan of such a request is not built yet (exit 1 says so)\n"
+    "                 order; fl2va is planned with its keyframe rows (canvas from --image without --res),\n"
+    "                 ref2va's memory plan is not built yet (exit 1 says so)\n"
     "  --help, -h     this text\n"
     "  plan's exit code 1 also means: the request does not fit\n";
 

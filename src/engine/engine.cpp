@@ -84,11 +84,7 @@ planner::PlanRequest plan_request_of(const GenerateRequest& r) {
   p.steps = r.steps;
   p.video_shift = r.video_shift;
   p.audio_shift = r.audio_shift;
-  // fl2va's keyframe rows, in packed order (first, then last).
-  for (const ReferenceInput& ref : r.references)
-    if (ref.kind == ReferenceInput::Kind::kFirstFrame) p.keyframes.push_back(pipeline::KeyframeAnchor::kFirst);
-  for (const ReferenceInput& ref : r.references)
-    if (ref.kind == ReferenceInput::Kind::kLastFrame) p.keyframes.push_back(pipeline::KeyframeAnchor::kLast);
+  p.keyframes = keyframe_anchors(r);  // fl2va's keyframe rows
   return p;
 }
 

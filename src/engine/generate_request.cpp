@@ -20,4 +20,13 @@ std::string workflow_of(const GenerateRequest& request) {
   return "fl2va";
 }
 
+std::vector<pipeline::KeyframeAnchor> keyframe_anchors(const GenerateRequest& request) {
+  std::vector<pipeline::KeyframeAnchor> anchors;
+  for (const ReferenceInput& r : request.references)
+    if (r.kind == ReferenceInput::Kind::kFirstFrame) anchors.push_back(pipeline::KeyframeAnchor::kFirst);
+  for (const ReferenceInput& r : request.references)
+    if (r.kind == ReferenceInput::Kind::kLastFrame) anchors.push_back(pipeline::KeyframeAnchor::kLast);
+  return anchors;
+}
+
 }  // namespace orochi::engine

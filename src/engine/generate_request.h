@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/packed_layout.h"
 #include "pipeline/prompt_features.h"
 #include "pipeline/scheduler_h3.h"
 
@@ -45,5 +46,7 @@ struct GenerateRequest {
 // t2va without references, fl2va with keyframes only, ref2va with images / videos / audio only; a
 // mix of keyframes and references is an error (check_references).
 std::string workflow_of(const GenerateRequest& request);
+// fl2va's keyframe rows in packed order (first, then last), whatever the command-line order.
+std::vector<pipeline::KeyframeAnchor> keyframe_anchors(const GenerateRequest& request);
 
 }  // namespace orochi::engine
