@@ -34,7 +34,10 @@ int run_generate(const std::vector<std::string>& argv) {
   Expected<io::OutputPair> output = io::OutputPair::reserve(opts->out);
   if (!output) return fail(output.status());
 
-  engine::ModelSource source{opts->model_dir, opts->random_weights};
+  engine::ModelSource source;
+  source.dir = opts->model_dir;
+  source.random_weights = opts->random_weights;
+  source.loras = opts->loras;
   const engine::GenerateRequest request = request_of(*opts);
   // The conditioning is checked before the model is read (the engine checks it again in plan()).
   if (Status s = engine::Engine::check_conditioning(source, request); !s.is_ok()) return fail(s);

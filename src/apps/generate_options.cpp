@@ -1,4 +1,7 @@
 #include "apps/generate_options.h"
+
+#include <cmath>
+#include <cstdlib>
 #include "planner/parallel_choice.h"
 
 #include "apps/args.h"
@@ -12,11 +15,31 @@
 
 namespace orochi::apps {
 
+// FILE or FILE:STRENGTH; a suffix after the last ':' that is not a number belongs to the path.
+Expected<engine::LoraSource> parse_lora_option(const std::string& value) {
+  engine::LoraSource l{value, 1.0f};
+  const size_t colon = value.rfind(':');
+  if (colon != std::string::npos && colon + 1 < value.size()) {
+    const std::string tail = value.substr(colon + 1);
+    char* end = nullptr;
+    const float s = std::strtof(tail.c_str(), &end);
+    if (end == tail.c_str() + tail.size()) {
+      if (!std::isfinite(s) || s < -16.0f || s > 16.0f)
+        return usage_error("--lora " + value + ": strength must be a finite number in [-16, 16], got " + tail);
+      l.path = value.substr(0, colon);
+      l.strength = s;
+    }
+  }
+  if (l.path.empty()) return usage_error("--lora takes FILE[:STRENGTH], got '" + value + "'");
+  return l;
+}
+
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv) {
   std::set<std::string> valued = {"text-features", "width", "height", "frames", "steps", "seed",
                                   "video-shift", "audio-shift", "out", "crf", "prompt", "device",
                                   "text-rows", "text-layer", "gpus", "parallel", "comm-timeout", "set"};
-  std::set<std::string> repeatable;
+  std::set<std::string> repeatable = {"lora"};
+  valued.insert("lora");
   add_reference_options(valued, repeatable);
   OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv, valued, {"json", "quiet", "random-weights"}, repeatable));
   if (args.positionals().size() > 1)
@@ -56,6 +79,10 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   OROCHI_ASSIGN_OR_RETURN(ReferenceOptions refs, parse_reference_options(args));
   o.references = std::move(refs.references);
   o.ref_size = refs.ref_size;
+  for (const std::string& v : args.get_all("lora")) {
+    OROCHI_ASSIGN_OR_RETURN(engine::LoraSource lora, parse_lora_option(v));
+    o.loras.push_back(std::move(lora));
+  }
   return o;
 }
 

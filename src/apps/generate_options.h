@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/engine_options.h"
 #include "engine/generate_request.h"
 
 namespace orochi::apps {
@@ -29,11 +30,15 @@ struct GenerateOptions {
   bool canvas_given = false;     // --width or --height on the command line (fl2va's canvas follows its keyframe otherwise)
   std::vector<engine::ReferenceInput> references;  // --image ... --ref-audio, in command-line order
   engine::RefSize ref_size = engine::RefSize::k2048;
+  std::vector<engine::LoraSource> loras;  // --lora FILE[:STRENGTH], in command-line order
 };
 
 // The engine's request for these options: with fl2va keyframes and no --width/--height, the canvas
 // is left to the engine (0 x 0: the first keyframe's aspect).
 engine::GenerateRequest request_of(const GenerateOptions& o);
+
+// `--lora FILE[:STRENGTH]` (strength 1 when absent).
+Expected<engine::LoraSource> parse_lora_option(const std::string& value);
 
 // Parses and defaults the options (defaults depend on demo / checkpoint / --random-weights). The
 // parser's errors and the values outside their stated limits (apps/request_limits.h) are usage

@@ -9,6 +9,7 @@
 #include "engine/reference_checks.h"
 #include "models/h3/denoiser.h"
 #include "models/h3/flops.h"
+#include "models/h3/lora.h"
 #include "models/h3/summary.h"
 #include "pipeline/decoders.h"
 #include "pipeline/fl2va.h"
@@ -216,8 +217,31 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     e->models_ = pipeline::demo_t2va_models(kDemoWeightSeed);
     e->transformer_config_ = e->models_.transformer.config;
   }
+  OROCHI_RETURN_IF_ERROR(e->merge_loras());
   e->open_load_s_ = seconds_since(t_load);
   return e;
+}
+
+// The LoRAs merge into the host weights in f32, before any upload: the CPU forward and the GPU
+// upload (which rounds the merged f32 weights to bf16) both see them.
+Status Engine::merge_loras() {
+  if (source_.loras.empty()) return Status::ok();
+  if (source_.random_weights)
+    return invalid_argument("--lora merges into host weights, and --random-weights makes its weights on the GPU: "
+                            "use a model folder or the demo model");
+  for (const LoraSource& l : source_.loras) {
+    OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::read_lora(l.path, models_.transformer.config));
+    const auto t0 = Clock::now();
+    OROCHI_RETURN_IF_ERROR(h3::merge_lora(models_.transformer, lora, l.strength));
+    loras_.push_back({{"file", l.path},
+                      {"strength", l.strength},
+                      {"format", h3::lora_format_name(lora.format)},
+                      {"parameters", lora.deltas.size()},
+                      {"merge_s", seconds_since(t0)}});
+    note("LoRA " + l.path + " (" + h3::lora_format_name(lora.format) + ", " + std::to_string(lora.deltas.size()) +
+         " parameters) merged at strength " + std::to_string(l.strength));
+  }
+  return Status::ok();
 }
 
 Expected<planner::RequestShape> Engine::shape_of(const GenerateRequest& r) const {
@@ -463,6 +487,7 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   RunResult out;
   RunReport& report = out.report;
   report.model = models_.name;
+  report.loras = loras_;
   report.demo = source_.demo();
   report.request_index = ++requests_;
   report.load_s = open_load_s_;  // the host weights, read by open(): the first request's

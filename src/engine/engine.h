@@ -75,6 +75,7 @@ class Engine {
   Status check_cpu_request(RunPlan& plan) const;
   Expected<Tensor> text_features(const RunPlan& plan, RunReport& report);
   Status ensure_gpu_models(const RunPlan& plan, RunReport& report);
+  Status merge_loras();  // source_.loras into models_.transformer, recorded in loras_
 
   ModelSource source_;
   const ModelFamily* family_ = nullptr;
@@ -86,6 +87,7 @@ class Engine {
   h3::H3Config transformer_config_;
   std::optional<planner::ModelConfigs> configs_;  // the four configs a GPU run is planned from
   double open_load_s_ = 0;   // reported by the first request
+  std::vector<nlohmann::json> loras_;  // the merged LoRAs, for every request's report
   int64_t requests_ = 0;
   // The GPU models, kept between requests while the placement stays the same.
   std::unique_ptr<GpuT2va> gpu_;

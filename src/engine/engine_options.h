@@ -5,10 +5,17 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/run_switches.h"
 
 namespace orochi::engine {
+
+// A LoRA merged into the transformer's host weights when the engine opens (W += strength · scale · B·A).
+struct LoraSource {
+  std::string path;
+  float strength = 1.0f;
+};
 
 // Where the weights come from. Neither a folder nor random weights: the built-in tiny demo model.
 struct ModelSource {
@@ -16,6 +23,7 @@ struct ModelSource {
   bool random_weights = false;     // the released shapes, random weights generated on the GPU (benchmarks)
   // A transformer folder alone (config.json + safetensors): enough for Engine::forward, not a run.
   std::optional<std::string> transformer_dir;
+  std::vector<LoraSource> loras;   // in order; not with random_weights (generated on the GPU)
   bool demo() const { return !dir && !transformer_dir && !random_weights; }
 };
 

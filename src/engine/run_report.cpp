@@ -37,6 +37,7 @@ nlohmann::json report_json(const RunReport& r) {
   const StepStats st = step_stats(res.times.step_s);
   return nlohmann::json{
       {"model", r.model},
+      {"loras", r.loras},
       {"demo", r.demo},
       {"request_index", r.request_index},
       {"device", r.device},

@@ -29,6 +29,7 @@ struct RunReport {
   std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
   nlohmann::json plan;                     // the run plan's summary (RunPlan::summary_json)
   nlohmann::json switches;                 // every run switch and its value
+  std::vector<nlohmann::json> loras;       // merged LoRAs: file, strength, format, parameters, merge_s
 };
 
 nlohmann::json report_json(const RunReport& report);

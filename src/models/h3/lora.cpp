@@ -1,0 +1,243 @@
+#include "models/h3/lora.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "models/h3/checkpoint_layout.h"
+
+namespace orochi::h3 {
+namespace {
+
+// How a module of the file lands on our parameters.
+enum class Fold { kPlain, kQkv, kSwapHalves };
+
+struct Target {
+  Fold fold = Fold::kPlain;
+  std::vector<std::string> params;  // one, or to_q/to_k/to_v for a fused qkv
+  Shape shape;                      // the module's [out, in] as the file stores it
+  bool original = false;            // reached by an original (release / ComfyUI) name
+};
+
+std::string strip_weight(const std::string& name) { return name.substr(0, name.size() - std::strlen(".weight")); }
+
+std::string underscored(std::string s) {
+  for (char& c : s)
+    if (c == '.') c = '_';
+  return s;
+}
+
+// Module name (diffusers or original, dotted) -> target, for every linear of the config.
+std::map<std::string, Target> module_targets(const H3Config& config) {
+  std::map<std::string, Target> out;
+  const int64_t qkv_rows = 3 * config.inner_dim();
+  for (const ParamSpec& spec : h3_parameters(config)) {
+    if (spec.shape.size() != 2 || !spec.name.ends_with(".weight")) continue;
+    out[strip_weight(spec.name)] = Target{Fold::kPlain, {spec.name}, spec.shape, false};
+    bool qkv = false;
+    for (const char* part : {".attn.to_q.", ".attn.to_k.", ".attn.to_v."}) {
+      const size_t at = spec.name.find(part);
+      if (at == std::string::npos) continue;
+      qkv = true;
+      const std::string fused = spec.name.substr(0, at) + ".attn.qkv_proj.weight";
+      Target& t = out[strip_weight(original_key(fused))];
+      t.fold = Fold::kQkv;
+      t.params.push_back(spec.name);  // h3_parameters lists q, k, v in this order
+      t.shape = {qkv_rows, spec.shape[1]};
+      t.original = true;
+    }
+    const std::string orig = strip_weight(original_key(spec.name));
+    if (qkv || orig == strip_weight(spec.name)) continue;
+    const bool fc1 = spec.name.find(".ff.net.0.proj.") != std::string::npos;
+    out[orig] = Target{fc1 ? Fold::kSwapHalves : Fold::kPlain, {spec.name}, spec.shape, true};
+  }
+  return out;
+}
+
+struct Prefix {
+  const char* text;
+  std::optional<LoraPartition> partition;  // none: either (the file does not say)
+};
+constexpr Prefix kPeftPrefixes[] = {
+    {"transformer_ref.", LoraPartition::kTransformerRef}, {"transformer.", LoraPartition::kTransformer},
+    {"model.diffusion_model.", std::nullopt}, {"diffusion_model.", std::nullopt}, {"", std::nullopt}};
+constexpr Prefix kKohyaPrefixes[] = {{"lora_unet_", std::nullopt}, {"lora_transformer_", std::nullopt}};
+
+const char* partition_folder(LoraPartition p) {
+  return p == LoraPartition::kTransformer ? "transformer/ (t2va, fl2va)" : "transformer_ref/ (ref2va)";
+}
+
+Tensor rows(const Tensor& t, int64_t begin, int64_t count) { return t.slice(0, begin, begin + count).contiguous(); }
+
+// B [3·heads·hd, r] of a fused qkv -> the part's [heads·hd, r], per-head interleaved or in thirds.
+Tensor qkv_part(const Tensor& up, int part, bool interleaved, const H3Config& c) {
+  const int64_t heads = c.num_attention_heads, hd = c.attention_head_dim, r = up.dim(1);
+  if (!interleaved) return rows(up, part * heads * hd, heads * hd);
+  Tensor out = Tensor::uninitialized({heads * hd, r}, DType::kF32);
+  for (int64_t h = 0; h < heads; ++h)
+    std::memcpy(out.data<float>() + h * hd * r, up.data<float>() + (h * 3 + part) * hd * r, hd * r * sizeof(float));
+  return out;
+}
+
+}  // namespace
+
+const char* lora_format_name(LoraFormat f) {
+  switch (f) {
+    case LoraFormat::kDiffusers: return "diffusers";
+    case LoraFormat::kOriginal: return "original/ComfyUI";
+    case LoraFormat::kDiffSynth: return "DiffSynth";
+    case LoraFormat::kKohya: return "kohya/musubi";
+  }
+  return "?";
+}
+
+Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config, LoraPartition partition) {
+  const std::map<std::string, Target> targets = module_targets(config);
+  std::map<std::string, const Target*> kohya_targets;
+  for (const auto& [name, t] : targets) kohya_targets[underscored(name)] = &t;
+  const std::string where = "LoRA '" + file.path + "'";
+
+  H3Lora out;
+  out.path = file.path;
+  out.format = file.suffixes == weights::LoraSuffixes::kKohya         ? LoraFormat::kKohya
+               : file.suffixes == weights::LoraSuffixes::kPeftDefault ? LoraFormat::kDiffSynth
+                                                                       : LoraFormat::kDiffusers;
+  std::map<std::string, std::string> taken;  // param -> key that targets it
+  for (const weights::LoraPair& pair : file.pairs) {
+    const Target* target = nullptr;
+    if (file.suffixes == weights::LoraSuffixes::kKohya) {
+      for (const Prefix& p : kKohyaPrefixes)
+        if (pair.module.starts_with(p.text)) {
+          auto it = kohya_targets.find(pair.module.substr(std::strlen(p.text)));
+          if (it != kohya_targets.end()) target = it->second;
+          break;
+        }
+    } else {
+      for (const Prefix& p : kPeftPrefixes) {
+        if (!pair.module.starts_with(p.text)) continue;
+        auto it = targets.find(pair.module.substr(std::strlen(p.text)));
+        if (it == targets.end()) continue;
+        if (p.partition && *p.partition != partition)
+          return invalid_argument(where + ": '" + pair.up_key + "' targets " + partition_folder(*p.partition) +
+                                  ", but this model is " + partition_folder(partition));
+        target = &it->second;
+        break;
+      }
+    }
+    if (!target)
+      return invalid_argument(
+          where + ": '" + pair.up_key + "' (module '" + pair.module + "') matches no linear layer of this model; " +
+          "expected a module such as " +
+          (file.suffixes == weights::LoraSuffixes::kKohya
+               ? std::string("lora_unet_blocks_0_attn_qkv_proj or lora_unet_transformer_blocks_0_attn_to_q")
+               : std::string("transformer.transformer_blocks.0.attn.to_q or diffusion_model.blocks.0.attn.qkv_proj")) +
+          " (blocks 0.." + std::to_string(config.num_layers - 1) + ")");
+    if (target->original && out.format == LoraFormat::kDiffusers) out.format = LoraFormat::kOriginal;
+
+    const int64_t r = pair.rank(), out_rows = target->shape[0], in = target->shape[1];
+    if (pair.down.dim(1) != in)
+      return shape_mismatch(where + ": '" + pair.down_key + "' has shape " + shape_to_string(pair.down.shape()) +
+                            ", expected [rank, " + std::to_string(in) + "] for a layer of shape " +
+                            shape_to_string(target->shape) + ": a LoRA for another model?");
+    if (pair.up.dim(0) != out_rows)
+      return shape_mismatch(where + ": '" + pair.up_key + "' has shape " + shape_to_string(pair.up.shape()) +
+                            ", expected [" + std::to_string(out_rows) + ", " + std::to_string(r) +
+                            "] for a layer of shape " + shape_to_string(target->shape) + ": a LoRA for another model?");
+    const Tensor down = pair.down.to(DType::kF32), up = pair.up.to(DType::kF32);
+    std::vector<Tensor> ups;
+    switch (target->fold) {
+      case Fold::kPlain: ups = {up}; break;
+      case Fold::kQkv: {
+        // The original/ComfyUI format stores [q_all; k_all; v_all]; DiffSynth and kohya follow the release's
+        // per-head interleaved module.
+        const bool interleaved = file.suffixes != weights::LoraSuffixes::kPeft;
+        for (int part = 0; part < 3; ++part) ups.push_back(qkv_part(up, part, interleaved, config));
+        break;
+      }
+      case Fold::kSwapHalves: {  // original fc1 rows [gate; value] -> ours [value; gate]
+        Tensor swapped = Tensor::uninitialized(up.shape(), DType::kF32);
+        const size_t half = static_cast<size_t>(out_rows / 2 * r);
+        std::memcpy(swapped.data<float>(), up.data<float>() + half, half * sizeof(float));
+        std::memcpy(swapped.data<float>() + half, up.data<float>(), half * sizeof(float));
+        ups = {swapped};
+        break;
+      }
+    }
+    for (size_t i = 0; i < ups.size(); ++i) {
+      const std::string& param = target->params[i];
+      if (auto [it, fresh] = taken.emplace(param, pair.up_key); !fresh)
+        return invalid_argument(where + ": '" + pair.up_key + "' and '" + it->second + "' both target " + param);
+      out.deltas.push_back(LoraDelta{param, pair.up_key, down, ups[i], pair.scale()});
+    }
+  }
+  return out;
+}
+
+Expected<H3Lora> read_lora(const std::string& path, const H3Config& config, LoraPartition partition) {
+  OROCHI_ASSIGN_OR_RETURN(weights::LoraFile file, weights::read_lora_file(path));
+  return map_lora(file, config, partition);
+}
+
+std::vector<std::pair<std::string, Tensor*>> linear_weights(H3Weights& w) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  auto add = [&](const std::string& name, LinearWeights& l) { out.emplace_back(name + ".weight", &l.weight); };
+  add("proj_in", w.proj_in);
+  add("audio_proj_in", w.audio_proj_in);
+  add("context_embedder", w.context_embedder);
+  add("time_embedder.linear_1", w.time_linear_1);
+  add("time_embedder.linear_2", w.time_linear_2);
+  auto block = [&](const std::string& p, BlockWeights& b) {
+    add(p + "attn.to_q", b.attn.to_q);
+    add(p + "attn.to_k", b.attn.to_k);
+    add(p + "attn.to_v", b.attn.to_v);
+    add(p + "attn.to_out.0", b.attn.to_out);
+    add(p + "ff.net.0.proj", b.ff_in);
+    add(p + "ff.net.2", b.ff_out);
+    if (b.adaln.weight.defined()) add(p + "adaln_proj.linear", b.adaln);
+  };
+  for (size_t i = 0; i < w.refiner.size(); ++i) block("token_refiner.refiner_blocks." + std::to_string(i) + ".", w.refiner[i]);
+  for (size_t i = 0; i < w.blocks.size(); ++i) block("transformer_blocks." + std::to_string(i) + ".", w.blocks[i]);
+  add("norm_out.linear", w.norm_out_linear);
+  add("proj_out", w.proj_out);
+  add("audio_proj_out", w.audio_proj_out);
+  return out;
+}
+
+Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength) {
+  if (!std::isfinite(strength))
+    return invalid_argument("LoRA '" + lora.path + "': strength " + std::to_string(strength) + " is not finite");
+  if (strength == 0.0f) return Status::ok();
+  std::map<std::string, Tensor*> by_name;
+  for (auto& [name, t] : linear_weights(weights)) by_name[name] = t;
+  for (const LoraDelta& d : lora.deltas) {
+    auto it = by_name.find(d.param);
+    if (it == by_name.end())
+      return invalid_argument("LoRA '" + lora.path + "': '" + d.source + "' targets " + d.param +
+                              ", which these weights do not hold");
+    Tensor& w = *it->second;
+    const int64_t rows = w.dim(0), cols = w.dim(1), r = d.down.dim(0);
+    OROCHI_CHECK(d.up.dim(0) == rows && d.down.dim(1) == cols && d.up.dim(1) == r, "LoRA delta shape for " + d.param);
+    Tensor merged = w.to(DType::kF32);  // a fresh copy: the stored tensor may be a read-only view
+    const float s = strength * d.scale;
+    const float* A = d.down.data<float>();  // [r, cols]
+    const float* B = d.up.data<float>();    // [rows, r]
+    float* W = merged.data<float>();
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t o = 0; o < rows; ++o) {
+      // row = (B·A)[o, :], then W[o, :] += s · row: the same rounding as W + s·(B·A) computed apart.
+      std::fill(row.begin(), row.end(), 0.0f);
+      for (int64_t k = 0; k < r; ++k) {
+        const float b = B[o * r + k];
+        const float* a = A + k * cols;
+        for (int64_t i = 0; i < cols; ++i) row[i] += b * a[i];
+      }
+      float* wo = W + o * cols;
+      for (int64_t i = 0; i < cols; ++i) wo[i] += s * row[i];
+    }
+    w = std::move(merged);
+  }
+  return Status::ok();
+}
+
+}  // namespace orochi::h3

@@ -1,0 +1,64 @@
+// LoRAs for the MiniMax-H3 transformer: a LoRA file's pairs mapped onto our (diffusers) parameter
+// names with their scales, and merged into host weights as W += strength · scale · B·A in f32, before
+// any upload (so the CPU forward and the GPU upload both see the merged weights).
+//
+// Formats (MODELS_H3.md §7), told apart by key suffix and module names:
+//   diffusers   transformer.transformer_blocks.i.attn.to_q.lora_A.weight ... (transformer_ref.: Ref2VA)
+//   original    [model.]diffusion_model.blocks.i.attn.qkv_proj.lora_A.weight (ComfyUI): the fused qkv B is
+//               [q_all; k_all; v_all] (contiguous thirds); mlp.fc1's B rows are [gate; value]
+//   DiffSynth   blocks.i.attn.qkv_proj.lora_A.default.weight: the fused qkv B is per-head interleaved
+//   kohya       lora_unet_blocks_0_attn_qkv_proj.lora_down.weight / lora_up / .alpha (musubi-tuner): the
+//               fused qkv B is taken per-head interleaved, as the original module stores it (VERIFY)
+// A fused qkv shares A across q/k/v and splits B; fc1's B halves are swapped to [value; gate].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/h3/config.h"
+#include "models/h3/weights.h"
+#include "weights/lora_file.h"
+
+namespace orochi::h3 {
+
+enum class LoraFormat { kDiffusers, kOriginal, kDiffSynth, kKohya };
+const char* lora_format_name(LoraFormat format);
+
+// The partition a checkpoint folder holds: transformer/ (t2va, fl2va) or transformer_ref/ (ref2va).
+enum class LoraPartition { kTransformer, kTransformerRef };
+
+// One low-rank update of one parameter: delta = scale · up · down.
+struct LoraDelta {
+  std::string param;    // diffusers name, e.g. "transformer_blocks.0.attn.to_q.weight"
+  std::string source;   // the file's up key it came from (for messages)
+  Tensor down;          // f32 [r, in]
+  Tensor up;            // f32 [out, r] (our row order)
+  float scale = 1.0f;   // alpha / r, or 1 without alpha
+};
+
+struct H3Lora {
+  std::string path;
+  LoraFormat format = LoraFormat::kDiffusers;
+  std::vector<LoraDelta> deltas;  // at most one per parameter
+};
+
+// Maps every pair of `file` onto this config's parameters. Refused, naming the key: a module that
+// matches no linear layer of the model, a LoRA for the other partition, a factor whose shape does
+// not fit the layer, two pairs targeting one parameter.
+Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
+                          LoraPartition partition = LoraPartition::kTransformer);
+// read_lora_file + map_lora.
+Expected<H3Lora> read_lora(const std::string& path, const H3Config& config,
+                           LoraPartition partition = LoraPartition::kTransformer);
+
+// W += strength · scale · up·down for every delta, computed in f32; a merged parameter becomes a
+// fresh f32 tensor (the stored one, possibly a read-only bf16 view of a file, is not written).
+// Strength 0 changes nothing (the weights stay bit-identical). A non-finite strength is refused.
+Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength);
+
+// Every 2-D (linear) weight of `weights` by its diffusers name.
+std::vector<std::pair<std::string, Tensor*>> linear_weights(H3Weights& weights);
+
+}  // namespace orochi::h3

@@ -1,0 +1,321 @@
+// LoRAs on the H3 transformer: synthetic files written here in the four published formats map to the
+// same deltas; the merge equals an explicit W + s·B·A; strength 0 leaves the weights bit-identical;
+// bad files, keys and shapes are refused naming the key; a demo run with a LoRA changes the video.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "engine/engine.h"
+#include "models/h3/lora.h"
+#include "support/temp_dir.h"
+#include "weights/safetensors_writer.h"
+
+namespace orochi {
+namespace {
+
+using Tensors = std::vector<std::pair<std::string, Tensor>>;
+
+Tensor random_tensor(const Shape& shape, std::mt19937_64& rng) {
+  std::normal_distribution<float> dist(0.0f, 0.3f);
+  Tensor t = Tensor::empty(shape, DType::kF32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+Tensor cat_rows(const std::vector<Tensor>& parts) {
+  int64_t rows = 0;
+  for (const Tensor& p : parts) rows += p.dim(0);
+  Tensor out = Tensor::empty({rows, parts[0].dim(1)}, DType::kF32);
+  size_t at = 0;
+  for (const Tensor& p : parts) {
+    std::memcpy(out.data<float>() + at, p.data<float>(), p.nbytes());
+    at += static_cast<size_t>(p.numel());
+  }
+  return out;
+}
+
+// q, k, v [heads·hd, r] -> per-head interleaved [heads·(q|k|v)·hd, r].
+Tensor interleave(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads) {
+  const int64_t hd = q.dim(0) / heads;
+  std::vector<Tensor> parts;
+  for (int64_t h = 0; h < heads; ++h)
+    for (const Tensor* t : {&q, &k, &v}) parts.push_back(t->slice(0, h * hd, (h + 1) * hd).contiguous());
+  return cat_rows(parts);
+}
+
+Tensor swap_halves(const Tensor& t) {
+  const int64_t half = t.dim(0) / 2;
+  return cat_rows({t.slice(0, half, 2 * half).contiguous(), t.slice(0, 0, half).contiguous()});
+}
+
+// The LoRA every format encodes: block 0's q/k/v (one shared A, rank 4, alpha 2), block 0's fc1
+// (rank 3, alpha 6), block 1's adaln (rank 2, no alpha), refiner 0's fc2 and the final AdaLN (rank 5).
+struct Reference {
+  Tensor qkv_a, q_b, k_b, v_b, fc1_a, fc1_b, adaln_a, adaln_b, fc2_a, fc2_b, out_a, out_b;
+};
+
+Reference make_reference(const h3::H3Config& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int64_t H = c.hidden_size, inner = c.inner_dim(), F = c.ffn_dim, T = c.time_embed_dim;
+  Reference r;
+  r.qkv_a = random_tensor({4, H}, rng);
+  r.q_b = random_tensor({inner, 4}, rng);
+  r.k_b = random_tensor({inner, 4}, rng);
+  r.v_b = random_tensor({inner, 4}, rng);
+  r.fc1_a = random_tensor({3, H}, rng);
+  r.fc1_b = random_tensor({2 * F, 3}, rng);  // our order [value; gate]
+  r.adaln_a = random_tensor({2, T}, rng);
+  r.adaln_b = random_tensor({6 * h3::kModalities * H, 2}, rng);
+  r.fc2_a = random_tensor({5, F}, rng);
+  r.fc2_b = random_tensor({H, 5}, rng);
+  r.out_a = random_tensor({5, T}, rng);
+  r.out_b = random_tensor({2 * H, 5}, rng);
+  return r;
+}
+
+Tensor scalar(float v) { return Tensor::from_floats({v}, {}); }
+
+enum class Fmt { kDiffusers, kOriginal, kDiffSynth, kKohya };
+
+Tensors write_format(const Reference& r, const h3::H3Config& c, Fmt f) {
+  Tensors t;
+  const int64_t heads = c.num_attention_heads;
+  auto pair = [&](const std::string& diffusers, const std::string& original, const Tensor& a, const Tensor& b,
+                  std::optional<float> alpha) {
+    std::string m, da, ub, al;
+    switch (f) {
+      case Fmt::kDiffusers: m = "transformer." + diffusers, da = ".lora_A.weight", ub = ".lora_B.weight"; break;
+      case Fmt::kOriginal: m = "diffusion_model." + original, da = ".lora_A.weight", ub = ".lora_B.weight"; break;
+      case Fmt::kDiffSynth: m = original, da = ".lora_A.default.weight", ub = ".lora_B.default.weight"; break;
+      case Fmt::kKohya:
+        m = "lora_unet_" + original, da = ".lora_down.weight", ub = ".lora_up.weight";
+        for (char& ch : m)
+          if (ch == '.') ch = '_';
+        break;
+    }
+    t.emplace_back(m + da, a);
+    t.emplace_back(m + ub, b);
+    if (alpha) t.emplace_back(m + ".alpha", scalar(*alpha));
+  };
+  if (f == Fmt::kDiffusers) {
+    pair("transformer_blocks.0.attn.to_q", "", r.qkv_a, r.q_b, 2.0f);
+    pair("transformer_blocks.0.attn.to_k", "", r.qkv_a, r.k_b, 2.0f);
+    pair("transformer_blocks.0.attn.to_v", "", r.qkv_a, r.v_b, 2.0f);
+  } else {
+    const Tensor fused = f == Fmt::kOriginal ? cat_rows({r.q_b, r.k_b, r.v_b}) : interleave(r.q_b, r.k_b, r.v_b, heads);
+    pair("", "blocks.0.attn.qkv_proj", r.qkv_a, fused, 2.0f);
+  }
+  pair("transformer_blocks.0.ff.net.0.proj", "blocks.0.mlp.fc1", r.fc1_a,
+       f == Fmt::kDiffusers ? r.fc1_b : swap_halves(r.fc1_b), 6.0f);
+  pair("transformer_blocks.1.adaln_proj.linear", "blocks.1.adaln_proj.linear", r.adaln_a, r.adaln_b, std::nullopt);
+  pair("token_refiner.refiner_blocks.0.ff.net.2", "token_refiner.blocks.0.mlp.fc2", r.fc2_a, r.fc2_b, 5.0f);
+  pair("norm_out.linear", "final_layer.adaln_proj.linear", r.out_a, r.out_b, 10.0f);
+  return t;
+}
+
+std::string write(const testing::TempDir& dir, const std::string& name, const Tensors& t) {
+  const std::string path = dir.file(name);
+  EXPECT_TRUE(weights::write_safetensors(path, t).is_ok());
+  return path;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+h3::H3Config config() { return h3::H3Config::tiny_demo(); }
+
+TEST(H3Lora, EveryFormatMapsToTheSameDeltas) {
+  const h3::H3Config c = config();
+  ASSERT_GE(c.num_attention_heads, 2);  // so interleaved and thirds differ
+  const Reference ref = make_reference(c, 1);
+  testing::TempDir dir("lora");
+  std::map<std::string, h3::LoraDelta> want;
+  const std::pair<Fmt, h3::LoraFormat> formats[] = {{Fmt::kDiffusers, h3::LoraFormat::kDiffusers},
+                                                    {Fmt::kOriginal, h3::LoraFormat::kOriginal},
+                                                    {Fmt::kDiffSynth, h3::LoraFormat::kDiffSynth},
+                                                    {Fmt::kKohya, h3::LoraFormat::kKohya}};
+  for (const auto& [fmt, format] : formats) {
+    const std::string path = write(dir, "f" + std::to_string(static_cast<int>(fmt)) + ".safetensors", write_format(ref, c, fmt));
+    Expected<h3::H3Lora> lora = h3::read_lora(path, c);
+    ASSERT_TRUE(lora.has_value()) << lora.status().to_string();
+    EXPECT_EQ(lora->format, format) << h3::lora_format_name(lora->format);
+    ASSERT_EQ(lora->deltas.size(), 7u);
+    std::map<std::string, h3::LoraDelta> got;
+    for (const h3::LoraDelta& d : lora->deltas) got[d.param] = d;
+    if (want.empty()) {
+      want = got;
+      EXPECT_FLOAT_EQ(want.at("transformer_blocks.0.attn.to_k.weight").scale, 0.5f);   // alpha 2 / rank 4
+      EXPECT_FLOAT_EQ(want.at("transformer_blocks.0.ff.net.0.proj.weight").scale, 2.0f);  // 6 / 3
+      EXPECT_FLOAT_EQ(want.at("transformer_blocks.1.adaln_proj.linear.weight").scale, 1.0f);  // no alpha
+      EXPECT_TRUE(same_bytes(want.at("transformer_blocks.0.attn.to_v.weight").up, ref.v_b));
+      continue;
+    }
+    for (const auto& [param, d] : want) {
+      ASSERT_TRUE(got.count(param)) << h3::lora_format_name(format) << " lacks " << param;
+      EXPECT_TRUE(same_bytes(got.at(param).down, d.down)) << h3::lora_format_name(format) << " " << param;
+      EXPECT_TRUE(same_bytes(got.at(param).up, d.up)) << h3::lora_format_name(format) << " " << param;
+      EXPECT_EQ(got.at(param).scale, d.scale) << param;
+    }
+  }
+}
+
+TEST(H3Lora, MergeEqualsExplicitUpdateAndLeavesOthersAlone) {
+  const h3::H3Config c = config();
+  testing::TempDir dir("lora");
+  const std::string path = write(dir, "l.safetensors", write_format(make_reference(c, 2), c, Fmt::kKohya));
+  Expected<h3::H3Lora> lora = h3::read_lora(path, c);
+  ASSERT_TRUE(lora.has_value()) << lora.status().to_string();
+  const h3::H3Weights base = h3::random_weights(c, 9);
+  h3::H3Weights merged = h3::random_weights(c, 9);
+  const float strength = 0.7f;
+  ASSERT_TRUE(h3::merge_lora(merged, *lora, strength).is_ok());
+  std::map<std::string, const h3::LoraDelta*> by_param;
+  for (const h3::LoraDelta& d : lora->deltas) by_param[d.param] = &d;
+  h3::H3Weights base_copy = base;
+  auto before = h3::linear_weights(base_copy);
+  auto after = h3::linear_weights(merged);
+  ASSERT_EQ(before.size(), after.size());
+  int changed = 0;
+  for (size_t p = 0; p < before.size(); ++p) {
+    const Tensor& w0 = *before[p].second;
+    const Tensor& w1 = *after[p].second;
+    auto it = by_param.find(before[p].first);
+    if (it == by_param.end()) {
+      EXPECT_TRUE(same_bytes(w0, w1)) << before[p].first << " changed without a LoRA pair";
+      continue;
+    }
+    ++changed;
+    const h3::LoraDelta& d = *it->second;
+    const int64_t rows = w0.dim(0), cols = w0.dim(1), r = d.down.dim(0);
+    double err = 0, norm = 0;
+    for (int64_t o = 0; o < rows; ++o)
+      for (int64_t i = 0; i < cols; ++i) {
+        double ba = 0;
+        for (int64_t k = 0; k < r; ++k) ba += double(d.up.data<float>()[o * r + k]) * d.down.data<float>()[k * cols + i];
+        const double want = w0.data<float>()[o * cols + i] + double(strength) * d.scale * ba;
+        err += (w1.data<float>()[o * cols + i] - want) * (w1.data<float>()[o * cols + i] - want);
+        norm += want * want;
+      }
+    EXPECT_LE(std::sqrt(err / norm), 1e-6) << before[p].first;
+  }
+  EXPECT_EQ(changed, 7);
+}
+
+TEST(H3Lora, StrengthZeroIsBitIdentical) {
+  const h3::H3Config c = config();
+  testing::TempDir dir("lora");
+  const std::string path = write(dir, "l.safetensors", write_format(make_reference(c, 3), c, Fmt::kOriginal));
+  Expected<h3::H3Lora> lora = h3::read_lora(path, c);
+  ASSERT_TRUE(lora.has_value()) << lora.status().to_string();
+  h3::H3Weights base = h3::random_weights(c, 4), merged = h3::random_weights(c, 4);
+  ASSERT_TRUE(h3::merge_lora(merged, *lora, 0.0f).is_ok());
+  auto before = h3::linear_weights(base);
+  auto after = h3::linear_weights(merged);
+  for (size_t p = 0; p < before.size(); ++p) EXPECT_TRUE(same_bytes(*before[p].second, *after[p].second)) << before[p].first;
+  EXPECT_FALSE(h3::merge_lora(merged, *lora, std::nanf("")).is_ok());
+}
+
+TEST(H3Lora, LinearWeightsCoverEveryMatrixOfTheModel) {
+  const h3::H3Config c = config();
+  h3::H3Weights w = h3::random_weights(c, 1);
+  std::map<std::string, Shape> listed;
+  for (auto& [name, t] : h3::linear_weights(w)) listed[name] = t->shape();
+  size_t matrices = 0;
+  for (const h3::ParamSpec& spec : h3::h3_parameters(c)) {
+    if (spec.shape.size() != 2) continue;
+    ++matrices;
+    ASSERT_TRUE(listed.count(spec.name)) << spec.name;
+    EXPECT_EQ(listed[spec.name], spec.shape) << spec.name;
+  }
+  EXPECT_EQ(matrices, listed.size());
+}
+
+// The error for `tensors` (written as a LoRA), which must name `needle`.
+void expect_refused(const Tensors& tensors, const std::string& needle, h3::LoraPartition partition = h3::LoraPartition::kTransformer) {
+  testing::TempDir dir("lora");
+  const std::string path = write(dir, "bad.safetensors", tensors);
+  Expected<h3::H3Lora> lora = h3::read_lora(path, config(), partition);
+  ASSERT_FALSE(lora.has_value()) << "accepted a LoRA that should name " << needle;
+  EXPECT_NE(lora.status().message().find(needle), std::string::npos) << lora.status().message();
+}
+
+TEST(H3Lora, RefusesBadFilesKeysAndShapes) {
+  const h3::H3Config c = config();
+  std::mt19937_64 rng(5);
+  const int64_t H = c.hidden_size, inner = c.inner_dim();
+  const Tensor a = random_tensor({4, H}, rng), b = random_tensor({inner, 4}, rng);
+  const std::string q = "transformer.transformer_blocks.0.attn.to_q";
+  expect_refused({{q + ".lora_A.weight", a}, {q + ".lora_B.weight", b}, {"transformer.stray", a}}, "transformer.stray");
+  expect_refused({{q + ".lora_A.weight", a}}, q + ".lora_A.weight");  // no B
+  expect_refused({{q + ".lora_A.weight", a}, {q + ".lora_B.weight", b}, {q + ".alpha", scalar(0)}}, q + ".alpha");
+  const std::string bogus = "transformer.transformer_blocks.99.attn.to_q";
+  expect_refused({{bogus + ".lora_A.weight", a}, {bogus + ".lora_B.weight", b}}, bogus + ".lora_B.weight");
+  expect_refused({{q + ".lora_A.weight", random_tensor({4, H + 1}, rng)}, {q + ".lora_B.weight", b}}, q + ".lora_A.weight");
+  expect_refused({{q + ".lora_A.weight", a}, {q + ".lora_B.weight", random_tensor({inner + 2, 4}, rng)}}, q + ".lora_B.weight");
+  expect_refused({{q + ".lora_A.weight", a}, {q + ".lora_B.weight", random_tensor({inner, 3}, rng)}}, "ranks");
+  const std::string ref = "transformer_ref.transformer_blocks.0.attn.to_q";
+  expect_refused({{ref + ".lora_A.weight", a}, {ref + ".lora_B.weight", b}}, "transformer_ref/");
+  expect_refused({{q + ".lora_A.weight", a}, {q + ".lora_B.weight", b}}, "transformer/", h3::LoraPartition::kTransformerRef);
+  const std::string k = "transformer.transformer_blocks.0.attn.to_k";
+  expect_refused({{q + ".lora_A.weight", a}, {q + ".lora_B.weight", b}, {k + ".lora_down.weight", a}, {k + ".lora_up.weight", b}},
+                 "mixes two key conventions");
+  const std::string fused = "diffusion_model.blocks.0.attn.qkv_proj";
+  expect_refused({{fused + ".lora_A.weight", a}, {fused + ".lora_B.weight", b}}, fused + ".lora_B.weight");  // B not 3x
+  expect_refused({{fused + ".lora_A.weight", a}, {fused + ".lora_B.weight", random_tensor({3 * inner, 4}, rng)},
+                  {q + ".lora_A.weight", a}, {q + ".lora_B.weight", b}},
+                 "both target transformer_blocks.0.attn.to_q.weight");
+  Expected<h3::H3Lora> missing = h3::read_lora("/nonexistent/lora.safetensors", c);
+  EXPECT_FALSE(missing.has_value());
+}
+
+// A short demo request (as test_engine's): 22 frames, 2 steps, a small canvas.
+engine::GenerateRequest short_request() {
+  engine::GenerateRequest r;
+  r.width = 64;
+  r.height = 64;
+  r.frames = 22;
+  r.steps = 2;
+  r.text_rows = 8;
+  return r;
+}
+
+Tensor demo_frames(const std::vector<engine::LoraSource>& loras, nlohmann::json* report = nullptr) {
+  engine::ModelSource source;
+  source.loras = loras;
+  Expected<std::unique_ptr<engine::Engine>> e = engine::Engine::open(source, engine::EngineOptions{});
+  EXPECT_TRUE(e.has_value()) << e.status().to_string();
+  if (!e) return {};
+  Expected<engine::RunPlan> plan = (*e)->plan(short_request());
+  EXPECT_TRUE(plan.has_value()) << plan.status().to_string();
+  Expected<engine::RunResult> run = (*e)->run(*plan);
+  EXPECT_TRUE(run.has_value()) << run.status().to_string();
+  if (report) *report = engine::report_json(run->report);
+  return run->result.frames;
+}
+
+TEST(H3Lora, DemoRunWithLoraChangesTheVideoAndStrengthZeroDoesNot) {
+  const h3::H3Config c = config();
+  testing::TempDir dir("lora");
+  const std::string path = write(dir, "l.safetensors", write_format(make_reference(c, 6), c, Fmt::kDiffusers));
+  const Tensor plain = demo_frames({});
+  nlohmann::json report;
+  const Tensor with = demo_frames({{path, 1.0f}}, &report);
+  const Tensor zero = demo_frames({{path, 0.0f}});
+  ASSERT_TRUE(plain.defined() && with.defined() && zero.defined());
+  EXPECT_TRUE(same_bytes(plain, zero));
+  EXPECT_FALSE(same_bytes(plain, with));
+  ASSERT_EQ(report["loras"].size(), 1u);
+  EXPECT_EQ(report["loras"][0]["file"], path);
+  EXPECT_EQ(report["loras"][0]["format"], "diffusers");
+  EXPECT_EQ(report["loras"][0]["parameters"], 7);
+
+  engine::ModelSource bad;
+  bad.loras = {{dir.file("missing.safetensors"), 1.0f}};
+  EXPECT_FALSE(engine::Engine::open(bad, engine::EngineOptions{}).has_value());
+}
+
+}  // namespace
+}  // namespace orochi
