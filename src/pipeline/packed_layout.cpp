@@ -11,17 +11,6 @@ constexpr double kFrameRescale = 5.0 / 3.0;  // rotary units per pixel frame (24
 constexpr int kFramesPerLatent[5] = {1, 4, 4, 4, 4};
 constexpr double kSpatialScale = 32.0;
 
-// Rotary time of each latent frame: origin + sequential cumulative sum of 5/3 * (1,4,4,4,4).
-std::vector<double> temporal_grid(int64_t frames, double origin) {
-  std::vector<double> t(frames);
-  double acc = 0.0;
-  for (int64_t k = 0; k < frames; ++k) {
-    t[k] = origin + acc;
-    acc += kFrameRescale * kFramesPerLatent[k % 5];
-  }
-  return t;
-}
-
 // numpy's pairwise summation (blocks of 8 unrolled, split in halves above 128 elements), which the
 // reference uses for the "last" keyframe anchor.
 double pairwise_sum(const double* a, int64_t n) {
@@ -63,6 +52,45 @@ std::vector<double> spatial_position_grid(int64_t dim, int64_t patch, double sqr
   return grid;
 }
 
+FrameGrid frame_position_grid(int64_t latent_height, int64_t latent_width, int64_t patch_h, int64_t patch_w) {
+  const double sqrt_area = std::sqrt(static_cast<double>(latent_height * latent_width));
+  return {spatial_position_grid(latent_height, patch_h, sqrt_area),
+          spatial_position_grid(latent_width, patch_w, sqrt_area)};
+}
+
+std::vector<double> temporal_position_grid(int64_t frames, double origin, double* span) {
+  std::vector<double> t(frames);
+  double acc = 0.0;
+  for (int64_t k = 0; k < frames; ++k) {
+    t[k] = origin + acc;
+    acc += kFrameRescale * kFramesPerLatent[k % 5];
+  }
+  if (span) *span = acc;
+  return t;
+}
+
+void fill_frame_positions(std::vector<double>& pos, int64_t first_row, double t, const FrameGrid& grid) {
+  int64_t row = first_row;
+  for (double h : grid.h)
+    for (double w : grid.w) {
+      pos[row * 3 + 0] = t;
+      pos[row * 3 + 1] = h;
+      pos[row * 3 + 2] = w;
+      ++row;
+    }
+}
+
+void fill_audio_positions(std::vector<double>& pos, int64_t first_row, int64_t latents, int64_t channels,
+                          double t, const std::vector<double>& width_grid) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t j = 0; j < latents; ++j) {
+      const int64_t row = first_row + c * latents + j;
+      pos[row * 3 + 0] = t + static_cast<double>(j);
+      pos[row * 3 + 1] = 0.0;
+      pos[row * 3 + 2] = c == 0 ? width_grid.front() : width_grid.back();  // pinned to the grid's extremes
+    }
+}
+
 Expected<PackedLayout> build_packed_layout(const LayoutRequest& r) {
   if (r.text_rows < 1) return invalid_argument("the prompt produced no text rows");
   if (r.latent_frames < 1 || r.latent_height < r.patch_h || r.latent_width < r.patch_w)
@@ -81,20 +109,8 @@ Expected<PackedLayout> build_packed_layout(const LayoutRequest& r) {
   const int64_t video_start = audio_start + audio_rows;
   out.rows = video_start + video_rows;
 
-  const double sqrt_area = std::sqrt(static_cast<double>(r.latent_height * r.latent_width));
-  const std::vector<double> hgrid = spatial_position_grid(r.latent_height, r.patch_h, sqrt_area);
-  const std::vector<double> wgrid = spatial_position_grid(r.latent_width, r.patch_w, sqrt_area);
+  const FrameGrid grid = frame_position_grid(r.latent_height, r.latent_width, r.patch_h, r.patch_w);
   std::vector<double> pos(out.rows * 3, 0.0);
-  auto put_frame = [&](int64_t first_row, double t) {
-    int64_t row = first_row;
-    for (double h : hgrid)
-      for (double w : wgrid) {
-        pos[row * 3 + 0] = t;
-        pos[row * 3 + 1] = h;
-        pos[row * 3 + 2] = w;
-        ++row;
-      }
-  };
   for (int64_t j = 0; j < L; ++j) pos[j * 3] = static_cast<double>(j);
   for (size_t i = 0; i < r.keyframes.size(); ++i) {
     double t = static_cast<double>(L);
@@ -103,16 +119,12 @@ Expected<PackedLayout> build_packed_layout(const LayoutRequest& r) {
       for (int64_t k = 0; k < r.latent_frames; ++k) spans[k] = kFrameRescale * kFramesPerLatent[k % 5];
       t = static_cast<double>(L) + pairwise_sum(spans.data(), r.latent_frames) - kFrameRescale;
     }
-    put_frame(cond_start + static_cast<int64_t>(i) * out.rows_per_frame, t);
+    fill_frame_positions(pos, cond_start + static_cast<int64_t>(i) * out.rows_per_frame, t, grid);
   }
-  for (int64_t c = 0; c < r.audio_channels; ++c)
-    for (int64_t j = 0; j < r.audio_latents; ++j) {
-      const int64_t row = audio_start + c * r.audio_latents + j;
-      pos[row * 3 + 0] = static_cast<double>(L) + static_cast<double>(j);
-      pos[row * 3 + 2] = c == 0 ? wgrid.front() : wgrid.back();  // pinned to the grid's extremes
-    }
-  const std::vector<double> times = temporal_grid(r.latent_frames, static_cast<double>(L));
-  for (int64_t k = 0; k < r.latent_frames; ++k) put_frame(video_start + k * out.rows_per_frame, times[k]);
+  fill_audio_positions(pos, audio_start, r.audio_latents, r.audio_channels, static_cast<double>(L), grid.w);
+  const std::vector<double> times = temporal_position_grid(r.latent_frames, static_cast<double>(L));
+  for (int64_t k = 0; k < r.latent_frames; ++k)
+    fill_frame_positions(pos, video_start + k * out.rows_per_frame, times[k], grid);
 
   std::vector<float> pos_f(pos.begin(), pos.end());
   out.positions = Tensor::from_floats(pos_f, {out.rows, 3});
@@ -134,7 +146,8 @@ RowTimesteps assign_row_timesteps(const PackedLayout& layout, float t_video, flo
   const int64_t* vi = layout.video_indices.data<int64_t>();
   for (int64_t i = 0; i < layout.condition_video_rows; ++i) row_t[vi[i]] = std::max(t_video, kConditionTimestep);
   const int64_t* ai = layout.audio_indices.data<int64_t>();
-  for (int64_t i = 0; i < layout.audio_indices.numel(); ++i) row_t[ai[i]] = t_audio;
+  for (int64_t i = 0; i < layout.audio_indices.numel(); ++i)
+    row_t[ai[i]] = i < layout.condition_audio_rows ? kReferenceAudioTimestep : t_audio;
   std::vector<float> distinct = row_t;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
