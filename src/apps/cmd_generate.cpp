@@ -37,6 +37,9 @@ int run_generate(const std::vector<std::string>& argv) {
   engine::ModelSource source;
   source.dir = opts->model_dir;
   source.random_weights = opts->random_weights;
+  source.transformer_file = opts->transformer_file;
+  source.transformer_config = opts->transformer_config;
+  source.qkv_order = opts->qkv_order;
   source.loras = opts->loras;
   const engine::GenerateRequest request = request_of(*opts);
   // The conditioning is checked before the model is read (the engine checks it again in plan()).

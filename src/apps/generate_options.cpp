@@ -9,6 +9,7 @@
 #include "apps/request_limits.h"
 #include "io/mp4.h"
 #include "io/output_file.h"
+#include "models/h3/weights.h"
 #include "pipeline/prompt_features.h"
 #include "pipeline/scheduler_h3.h"
 #include "pipeline/video_geometry.h"
@@ -37,7 +38,8 @@ Expected<engine::LoraSource> parse_lora_option(const std::string& value) {
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv) {
   std::set<std::string> valued = {"text-features", "width", "height", "frames", "steps", "seed",
                                   "video-shift", "audio-shift", "out", "crf", "prompt", "device",
-                                  "text-rows", "text-layer", "gpus", "parallel", "comm-timeout", "set"};
+                                  "text-rows", "text-layer", "gpus", "parallel", "comm-timeout", "set",
+                                  "transformer", "transformer-config", "qkv-order"};
   std::set<std::string> repeatable = {"lora"};
   valued.insert("lora");
   add_reference_options(valued, repeatable);
@@ -79,6 +81,12 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   OROCHI_ASSIGN_OR_RETURN(ReferenceOptions refs, parse_reference_options(args));
   o.references = std::move(refs.references);
   o.ref_size = refs.ref_size;
+  if (args.has("transformer")) o.transformer_file = args.get("transformer", "");
+  if (args.has("transformer-config")) o.transformer_config = args.get("transformer-config", "");
+  o.qkv_order = args.get("qkv-order", "auto");
+  if (Status s = h3::parse_qkv_order(o.qkv_order).status(); !s.is_ok()) return s;
+  if ((o.transformer_config || o.qkv_order != "auto") && !o.transformer_file)
+    return usage_error("--transformer-config and --qkv-order describe a --transformer FILE");
   for (const std::string& v : args.get_all("lora")) {
     OROCHI_ASSIGN_OR_RETURN(engine::LoraSource lora, parse_lora_option(v));
     o.loras.push_back(std::move(lora));

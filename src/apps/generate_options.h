@@ -30,6 +30,9 @@ struct GenerateOptions {
   bool canvas_given = false;     // --width or --height on the command line (fl2va's canvas follows its keyframe otherwise)
   std::vector<engine::ReferenceInput> references;  // --image ... --ref-audio, in command-line order
   engine::RefSize ref_size = engine::RefSize::k2048;
+  std::optional<std::string> transformer_file;    // --transformer FILE (ComfyUI single file)
+  std::optional<std::string> transformer_config;  // --transformer-config FILE
+  std::string qkv_order = "auto";                 // --qkv-order auto|interleaved|thirds
   std::vector<engine::LoraSource> loras;  // --lora FILE[:STRENGTH], in command-line order
 };
 

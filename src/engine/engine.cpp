@@ -11,6 +11,9 @@
 #include "models/h3/flops.h"
 #include "models/h3/lora.h"
 #include "models/h3/summary.h"
+#include "models/h3/weights.h"
+#include "models/h3_audio_vae/weights.h"
+#include "models/h3_video_vae/weights.h"
 #include "pipeline/decoders.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/finite_check.h"
@@ -23,8 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-constexpr uint64_t kDemoWeightSeed = 20261129;
 
 // The CPU reference's speed for the refusal below, on the generous side: the demo (320x192, 124
 // frames, 8 steps: 0.05 TFLOP in the denoiser) runs at a few GFLOP/s on a 2-core machine.
@@ -149,9 +150,7 @@ void Engine::note(const std::string& line) const {
 
 // The CPU path holds every transformer weight in f32: a model that cannot fit is refused before
 // any weight is read.
-static Status check_transformer_fits_ram(const std::string& transformer_dir) {
-  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(transformer_dir));
-  OROCHI_ASSIGN_OR_RETURN(const h3::H3Config config, h3::H3Config::from_json(json));
+static Status check_config_fits_ram(const h3::H3Config& config) {
   const uint64_t need = static_cast<uint64_t>(h3::summarize_config(config, DType::kF32).total.bytes);
   const uint64_t have = available_ram_bytes();
   if (have != 0 && need > have * 9 / 10)
@@ -160,15 +159,63 @@ static Status check_transformer_fits_ram(const std::string& transformer_dir) {
   return Status::ok();
 }
 
+static Status check_transformer_fits_ram(const std::string& transformer_dir) {
+  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(transformer_dir));
+  OROCHI_ASSIGN_OR_RETURN(const h3::H3Config config, h3::H3Config::from_json(json));
+  return check_config_fits_ram(config);
+}
+
+// --transformer FILE: the single-file transformer with `dir`'s VAEs, or the demo's VAEs without a
+// folder (whose channels must then be the demo's).
+static Expected<pipeline::T2vaModels> load_with_transformer_file(const ModelSource& source, bool on_gpu,
+                                                                 std::string* described) {
+  const std::string& file = *source.transformer_file;
+  OROCHI_ASSIGN_OR_RETURN(const auto config, h3::transformer_file_config(file, source.transformer_config));
+  if (!on_gpu) OROCHI_RETURN_IF_ERROR(check_config_fits_ram(config.first));
+  OROCHI_ASSIGN_OR_RETURN(const std::optional<h3::QkvOrder> order, h3::parse_qkv_order(source.qkv_order));
+  pipeline::T2vaModels m;
+  if (source.dir) {
+    namespace fs = std::filesystem;
+    m.name = *source.dir + " with the transformer " + file;
+    OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights((fs::path(*source.dir) / "vae").string()));
+    OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder((fs::path(*source.dir) / "audio_vae").string()));
+  } else {
+    m = pipeline::demo_t2va_models(kDemoWeightSeed);
+    const h3::H3Config demo = m.transformer.config;
+    if (config.first.in_channels != demo.in_channels || config.first.audio_in_channels != demo.audio_in_channels)
+      return invalid_argument("--transformer " + file + " (config from " + config.second + ") denoises " +
+                              std::to_string(config.first.in_channels) + " video / " +
+                              std::to_string(config.first.audio_in_channels) +
+                              " audio latent channels; without MODEL_DIR it runs with the demo model's VAEs, which "
+                              "decode " + std::to_string(demo.in_channels) + " / " +
+                              std::to_string(demo.audio_in_channels) + ": pass MODEL_DIR for its VAEs");
+    m.name = file + " with the demo model's VAEs (random weights)";
+  }
+  h3::TransformerFileOptions o;
+  o.config_path = source.transformer_config;
+  o.qkv_order = order;
+  o.as_stored = on_gpu;
+  OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded, h3::load_transformer_file(file, o));
+  m.transformer = std::move(loaded.weights);
+  OROCHI_RETURN_IF_ERROR(pipeline::check_t2va_models(m));
+  *described = file + ": " + loaded.layout + "; config from " + loaded.config_from;
+  return m;
+}
+
 Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->source_ = source;
   e->options_ = options;
   if (source.dir && source.random_weights)
     return invalid_argument("--random-weights replaces MODEL_DIR's weights; pass one or the other");
-  if (source.transformer_dir && (source.dir || source.random_weights))
+  if (source.transformer_dir && (source.dir || source.random_weights || source.transformer_file))
     return invalid_argument("a transformer folder alone is a source of its own (for a forward): not with a model "
-                            "folder or --random-weights");
+                            "folder, --transformer or --random-weights");
+  if (source.transformer_file && source.random_weights)
+    return invalid_argument("--transformer FILE gives the transformer's weights, --random-weights makes them: pass "
+                            "one or the other");
+  if ((source.transformer_config || source.qkv_order != "auto") && !source.transformer_file)
+    return usage_error("--transformer-config and --qkv-order describe a --transformer FILE");
   // Where it runs: a checkpoint or random weights default to the first GPU when there is one.
   std::string device = options.device;
   if (device.empty())
@@ -188,7 +235,19 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   // The host weights, read once for every request of this engine.
   const auto t_load = Clock::now();
   e->family_ = model_families().front();  // the demo and random weights are MiniMax-H3's
-  if (source.dir) {
+  if (source.transformer_file) {
+    if (source.dir) {
+      OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(*source.dir));
+    }
+    std::string described;
+    OROCHI_ASSIGN_OR_RETURN(e->models_, load_with_transformer_file(source, e->on_gpu_, &described));
+    e->transformer_config_ = e->models_.transformer.config;
+    e->note("transformer " + described);
+    if (source.dir && e->on_gpu_ && std::filesystem::exists(*source.dir + "/text_encoder/config.json")) {
+      OROCHI_ASSIGN_OR_RETURN(e->configs_, planner::load_model_configs(*source.dir));
+      e->configs_->transformer = e->transformer_config_;
+    }
+  } else if (source.dir) {
     const std::string& dir = *source.dir;
     OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(dir));
     if (!e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(dir + "/transformer"));

@@ -31,6 +31,9 @@
 
 namespace orochi::engine {
 
+// The seed of the built-in demo model's random weights (pipeline::demo_t2va_models).
+inline constexpr uint64_t kDemoWeightSeed = 20261129;
+
 using Progress = pipeline::T2vaProgress;
 using ProgressCallback = pipeline::T2vaProgressCallback;
 

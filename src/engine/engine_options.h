@@ -23,6 +23,13 @@ struct ModelSource {
   bool random_weights = false;     // the released shapes, random weights generated on the GPU (benchmarks)
   // A transformer folder alone (config.json + safetensors): enough for Engine::forward, not a run.
   std::optional<std::string> transformer_dir;
+  // A single-file transformer (ComfyUI layout, h3::load_transformer_file) that replaces the
+  // transformer of `dir`, or of the demo model without `dir` (whose VAEs then decode it: its
+  // channels must be the demo's). Its config: `transformer_config`, else a config.json beside the
+  // file, else the released MiniMax-H3 config. `qkv_order`: auto (detected), interleaved or thirds.
+  std::optional<std::string> transformer_file;
+  std::optional<std::string> transformer_config;
+  std::string qkv_order = "auto";
   std::vector<LoraSource> loras;   // in order; not with random_weights (generated on the GPU)
   bool demo() const { return !dir && !transformer_dir && !random_weights; }
 };

@@ -1,6 +1,8 @@
 #include "models/h3/checkpoint_layout.h"
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <utility>
 
@@ -12,6 +14,17 @@ namespace {
 constexpr const char* kPrefixes[] = {"", "model.diffusion_model.", "diffusion_model.", "transformer."};
 // Present in the original release but recomputed here, so allowed and ignored.
 constexpr const char* kIgnoredOriginalKeys[] = {"rope.inv_freq"};
+
+// ComfyUI's scaled-FP8 companions: allowed beside the weights, read with them.
+bool is_fp8_companion(const std::string& name) {
+  return name == "scaled_fp8" || name.ends_with(".scale_weight") || name.ends_with(".scale_input") ||
+         name.ends_with("scaled_fp8");
+}
+
+std::string scale_key_of(const std::string& weight_key) {
+  if (!weight_key.ends_with(".weight")) return {};
+  return weight_key.substr(0, weight_key.size() - std::strlen(".weight")) + ".scale_weight";
+}
 
 // Replaces the first occurrence of `from` (if any) with `to`.
 bool replace_once(std::string& s, const char* from, const char* to) {
@@ -46,10 +59,31 @@ Status check_stored(const std::string& key, const Shape& stored, DType dtype, co
   return Status::ok();
 }
 
+// An F8_E4M3 weight times its scale_weight (a scalar, or one per output row), in f32.
+Expected<Tensor> dequantize_fp8(const weights::Checkpoint& ckpt, const std::string& key, const Tensor& t) {
+  Tensor out = t.to(DType::kF32);
+  const std::string scale_key = scale_key_of(key);
+  if (scale_key.empty() || !ckpt.contains(scale_key)) return out;
+  OROCHI_ASSIGN_OR_RETURN(Tensor scale, ckpt.get(scale_key));
+  if (!dtype_is_float(scale.dtype())) return shape_mismatch(scale_key + " is " + dtype_name(scale.dtype()) + ", expected a float scale");
+  scale = scale.to(DType::kF32);
+  const int64_t rows = out.ndim() >= 1 ? out.dim(0) : 1;
+  const int64_t cols = rows > 0 ? out.numel() / rows : 0;
+  if (scale.numel() != 1 && scale.numel() != rows)
+    return shape_mismatch(scale_key + " has shape " + shape_to_string(scale.shape()) + ": expected one scale or one per "
+                          "row of " + key + " " + shape_to_string(out.shape()));
+  float* d = out.data<float>();
+  const float* s = scale.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) d[r * cols + c] *= s[scale.numel() == 1 ? 0 : r];
+  return out;
+}
+
 Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const std::string& key, const Shape& shape,
                               bool as_stored) {
   OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(key));
   OROCHI_RETURN_IF_ERROR(check_stored(key, t.shape(), t.dtype(), shape));
+  if (t.dtype() == DType::kF8E4M3) return dequantize_fp8(ckpt, key, t);  // f32 for the CPU and the upload alike
   return as_stored ? t : t.to(DType::kF32);
 }
 
@@ -66,10 +100,104 @@ std::pair<std::string, Shape> stored_key_and_shape(const KeyLayout& layout, cons
 
 }  // namespace
 
+const char* qkv_order_name(QkvOrder order) { return order == QkvOrder::kThirds ? "thirds" : "interleaved"; }
+
 std::string KeyLayout::describe() const {
   std::string s = flavor == KeyFlavor::kDiffusers ? "diffusers names" : "original release names";
   if (!prefix.empty()) s += " under prefix '" + prefix + "'";
+  if (flavor == KeyFlavor::kOriginal) s += std::string(", fused qkv ") + qkv_order_name(qkv);
   return s;
+}
+
+Tensor fused_qkv_part(const Tensor& fused_in, int part, QkvOrder order, int64_t heads, int64_t hd) {
+  const Tensor fused = fused_in.contiguous();
+  const int64_t cols = fused.numel() / fused.dim(0);
+  Shape shape = fused.shape();
+  shape[0] = heads * hd;
+  Tensor out = Tensor::uninitialized(shape, fused.dtype());
+  const size_t block = static_cast<size_t>(hd * cols) * dtype_size(fused.dtype());  // one head's part
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t from = order == QkvOrder::kInterleaved ? h * 3 + part : part * heads + h;
+    std::memcpy(static_cast<char*>(out.raw_data()) + h * block,
+                static_cast<const char*>(fused.raw_data()) + from * block, block);
+  }
+  return out;
+}
+
+Tensor swap_row_halves(const Tensor& in) {
+  const Tensor t = in.contiguous();
+  const size_t half = t.nbytes() / 2;
+  Tensor swapped = Tensor::uninitialized(t.shape(), t.dtype());
+  std::memcpy(swapped.raw_data(), static_cast<const char*>(t.raw_data()) + half, half);
+  std::memcpy(static_cast<char*>(swapped.raw_data()) + half, t.raw_data(), half);
+  return swapped;
+}
+
+std::string QkvDetection::describe() const {
+  return "fused qkv order over " + std::to_string(layers) + " layers: " + std::to_string(votes_interleaved) +
+         " vote(s) for per-head interleaved, " + std::to_string(votes_thirds) + " for contiguous thirds -> " +
+         (order ? qkv_order_name(*order) : "ambiguous");
+}
+
+namespace {
+
+// F ratio of the blocks' log RMS between the three kinds over within a kind, for `kind_of(block)`.
+double kind_score(const std::vector<double>& log_rms, const std::function<int(int64_t)>& kind_of) {
+  double mean[3] = {0, 0, 0}, count[3] = {0, 0, 0}, all = 0;
+  for (size_t b = 0; b < log_rms.size(); ++b) {
+    mean[kind_of(static_cast<int64_t>(b))] += log_rms[b];
+    count[kind_of(static_cast<int64_t>(b))] += 1;
+    all += log_rms[b];
+  }
+  all /= static_cast<double>(log_rms.size());
+  double between = 0, within = 0;
+  for (int k = 0; k < 3; ++k) {
+    mean[k] /= count[k];
+    between += count[k] * (mean[k] - all) * (mean[k] - all);
+  }
+  for (size_t b = 0; b < log_rms.size(); ++b) {
+    const double d = log_rms[b] - mean[kind_of(static_cast<int64_t>(b))];
+    within += d * d;
+  }
+  const double n = static_cast<double>(log_rms.size());
+  return (between / 2.0) / (within / (n - 3.0) + 1e-12);
+}
+
+}  // namespace
+
+Expected<QkvDetection> detect_qkv_order(const weights::Checkpoint& ckpt, const KeyLayout& layout,
+                                        const H3Config& config) {
+  constexpr double kMinScore = 8.0, kMinRatio = 8.0;
+  QkvDetection d;
+  const int64_t heads = config.num_attention_heads, hd = config.attention_head_dim;
+  std::vector<std::string> keys;
+  for (int64_t i = 0; i < config.num_refiner_layers; ++i)
+    keys.push_back(layout.prefix + "token_refiner.blocks." + std::to_string(i) + ".attn.qkv_proj.weight");
+  for (int64_t i = 0; i < config.num_layers; ++i)
+    keys.push_back(layout.prefix + "blocks." + std::to_string(i) + ".attn.qkv_proj.weight");
+  if (heads == 1) {  // the two orders are the same rows
+    d.order = QkvOrder::kInterleaved;
+    return d;
+  }
+  for (const std::string& key : keys) {
+    OROCHI_ASSIGN_OR_RETURN(Tensor fused, read_checked(ckpt, key, Shape{3 * heads * hd, config.hidden_size}, false));
+    const float* w = fused.data<float>();
+    const int64_t per_block = hd * config.hidden_size;
+    std::vector<double> log_rms(static_cast<size_t>(3 * heads));
+    for (int64_t b = 0; b < 3 * heads; ++b) {
+      double ss = 0;
+      for (int64_t i = 0; i < per_block; ++i) ss += static_cast<double>(w[b * per_block + i]) * w[b * per_block + i];
+      log_rms[static_cast<size_t>(b)] = 0.5 * std::log(ss / static_cast<double>(per_block) + 1e-30);
+    }
+    const double inter = kind_score(log_rms, [](int64_t b) { return static_cast<int>(b % 3); });
+    const double thirds = kind_score(log_rms, [heads](int64_t b) { return static_cast<int>(b / heads); });
+    ++d.layers;
+    if (inter >= kMinScore && inter >= kMinRatio * thirds) ++d.votes_interleaved;
+    if (thirds >= kMinScore && thirds >= kMinRatio * inter) ++d.votes_thirds;
+  }
+  if (d.votes_interleaved * 2 >= d.layers && d.votes_thirds == 0 && d.layers > 0) d.order = QkvOrder::kInterleaved;
+  if (d.votes_thirds * 2 >= d.layers && d.votes_interleaved == 0 && d.layers > 0) d.order = QkvOrder::kThirds;
+  return d;
 }
 
 Expected<KeyLayout> detect_key_layout(const weights::Checkpoint& ckpt) {
@@ -137,6 +265,7 @@ Status check_checkpoint_keys(const weights::Checkpoint& ckpt, const KeyLayout& l
     bool ignored = false;
     if (layout.flavor == KeyFlavor::kOriginal)
       for (const char* k : kIgnoredOriginalKeys) ignored |= name == layout.prefix + k;
+    ignored |= is_fp8_companion(name);
     if (!ignored) present.push_back(name);
   }
   return weights::check_key_set(present, expected_checkpoint_keys(layout, config),
@@ -163,24 +292,11 @@ Expected<Tensor> read_parameter(const weights::Checkpoint& ckpt, const KeyLayout
     const int64_t heads = config.num_attention_heads, hd = config.attention_head_dim, in = spec.shape[1];
     OROCHI_ASSIGN_OR_RETURN(Tensor fused, read_checked(ckpt, layout.prefix + fused_qkv_key(spec.name),
                                                        {3 * heads * hd, in}, as_stored));
-    fused = fused.contiguous();
-    const size_t rows = static_cast<size_t>(hd * in) * dtype_size(fused.dtype());  // one head's part
-    Tensor out = Tensor::uninitialized(spec.shape, fused.dtype());
-    for (int64_t h = 0; h < heads; ++h)
-      std::memcpy(static_cast<char*>(out.raw_data()) + h * rows,
-                  static_cast<const char*>(fused.raw_data()) + (h * 3 + part) * rows, rows);
-    return out;
+    return fused_qkv_part(fused, part, layout.qkv, heads, hd);
   }
   OROCHI_ASSIGN_OR_RETURN(Tensor t, read_checked(ckpt, layout.prefix + original_key(spec.name), spec.shape, as_stored));
-  if (spec.name.find(".ff.net.0.proj.") != std::string::npos) {
-    // Original fc1 rows are [gate; value]; diffusers' SwiGLU reads [value; gate].
-    t = t.contiguous();
-    const size_t half = static_cast<size_t>(spec.shape[0] / 2 * spec.shape[1]) * dtype_size(t.dtype());
-    Tensor swapped = Tensor::uninitialized(spec.shape, t.dtype());
-    std::memcpy(swapped.raw_data(), static_cast<const char*>(t.raw_data()) + half, half);
-    std::memcpy(static_cast<char*>(swapped.raw_data()) + half, t.raw_data(), half);
-    return swapped;
-  }
+  // Original fc1 rows are [gate; value]; diffusers' SwiGLU reads [value; gate].
+  if (spec.name.find(".ff.net.0.proj.") != std::string::npos) return swap_row_halves(t);
   return t;
 }
 

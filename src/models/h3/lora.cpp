@@ -68,16 +68,11 @@ const char* partition_folder(LoraPartition p) {
   return p == LoraPartition::kTransformer ? "transformer/ (t2va, fl2va)" : "transformer_ref/ (ref2va)";
 }
 
-Tensor rows(const Tensor& t, int64_t begin, int64_t count) { return t.slice(0, begin, begin + count).contiguous(); }
-
-// B [3·heads·hd, r] of a fused qkv -> the part's [heads·hd, r], per-head interleaved or in thirds.
+// B [3·heads·hd, r] of a fused qkv -> the part's [heads·hd, r], per-head interleaved or in thirds
+// (the checkpoints' split, checkpoint_layout.h).
 Tensor qkv_part(const Tensor& up, int part, bool interleaved, const H3Config& c) {
-  const int64_t heads = c.num_attention_heads, hd = c.attention_head_dim, r = up.dim(1);
-  if (!interleaved) return rows(up, part * heads * hd, heads * hd);
-  Tensor out = Tensor::uninitialized({heads * hd, r}, DType::kF32);
-  for (int64_t h = 0; h < heads; ++h)
-    std::memcpy(out.data<float>() + h * hd * r, up.data<float>() + (h * 3 + part) * hd * r, hd * r * sizeof(float));
-  return out;
+  return fused_qkv_part(up, part, interleaved ? QkvOrder::kInterleaved : QkvOrder::kThirds, c.num_attention_heads,
+                        c.attention_head_dim);
 }
 
 }  // namespace
@@ -155,14 +150,9 @@ Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
         for (int part = 0; part < 3; ++part) ups.push_back(qkv_part(up, part, interleaved, config));
         break;
       }
-      case Fold::kSwapHalves: {  // original fc1 rows [gate; value] -> ours [value; gate]
-        Tensor swapped = Tensor::uninitialized(up.shape(), DType::kF32);
-        const size_t half = static_cast<size_t>(out_rows / 2 * r);
-        std::memcpy(swapped.data<float>(), up.data<float>() + half, half * sizeof(float));
-        std::memcpy(swapped.data<float>() + half, up.data<float>(), half * sizeof(float));
-        ups = {swapped};
+      case Fold::kSwapHalves:  // original fc1 rows [gate; value] -> ours [value; gate]
+        ups = {swap_row_halves(up)};
         break;
-      }
     }
     for (size_t i = 0; i < ups.size(); ++i) {
       const std::string& param = target->params[i];

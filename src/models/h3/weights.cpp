@@ -1,5 +1,7 @@
 #include "models/h3/weights.h"
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -71,6 +73,70 @@ Expected<H3Weights> load_weights(const std::string& folder, bool as_stored) {
   return assemble_weights(config, [&](const ParamSpec& spec) {
     return read_parameter(model.weights, layout, spec, config, as_stored);
   });
+}
+
+Expected<std::pair<H3Config, std::string>> transformer_file_config(const std::string& path,
+                                                                   const std::optional<std::string>& config_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    return not_found("--transformer " + path + ": no such file (a single-file .safetensors transformer, as ComfyUI "
+                     "keeps in models/diffusion_models/)");
+  std::string from = config_path.value_or("");
+  if (from.empty()) {
+    const fs::path beside = fs::path(path).parent_path() / "config.json";
+    if (fs::is_regular_file(beside, ec)) from = beside.string();
+  }
+  if (from.empty()) return std::make_pair(H3Config{}, std::string("the released MiniMax-H3 config"));
+  std::ifstream in(from);
+  if (!in) return not_found("transformer config " + from + " cannot be read");
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return corrupt_file("transformer config " + from + " is not a JSON object");
+  Expected<H3Config> config = H3Config::from_json(json);
+  if (!config) return Status(config.status().code(), from + ": " + config.status().message());
+  return std::make_pair(*config, from);
+}
+
+Expected<TransformerFile> load_transformer_file(const std::string& path, const TransformerFileOptions& options) {
+  OROCHI_ASSIGN_OR_RETURN(auto config_and_from, transformer_file_config(path, options.config_path));
+  const H3Config config = config_and_from.first;
+  OROCHI_ASSIGN_OR_RETURN(weights::Checkpoint ckpt, weights::Checkpoint::open(path));
+  OROCHI_ASSIGN_OR_RETURN(KeyLayout layout, detect_key_layout(ckpt));
+  for (const Status& s : {check_checkpoint_keys(ckpt, layout, config), check_parameter_shapes(ckpt, layout, config)})
+    if (!s.is_ok())
+      return Status(s.code(), s.message() + " (checked against " + config_and_from.second +
+                                  "; --transformer-config FILE names another)");
+  std::string how;
+  if (layout.flavor == KeyFlavor::kOriginal) {
+    if (options.qkv_order) {
+      layout.qkv = *options.qkv_order;
+      how = " (as given)";
+    } else {
+      OROCHI_ASSIGN_OR_RETURN(const QkvDetection d, detect_qkv_order(ckpt, layout, config));
+      if (!d.order)
+        return invalid_argument(
+            path + ": cannot tell the fused qkv order (per-head interleaved or contiguous thirds; shapes do not "
+                   "say): " + d.describe() + ", from the log RMS of each layer's q/k/v blocks. Pass --qkv-order "
+                   "interleaved (the original release, DiffSynth) or --qkv-order thirds (ComfyUI)");
+      layout.qkv = *d.order;
+      how = " (detected: " + d.describe() + ")";
+    }
+  }
+  TransformerFile out;
+  out.config_from = config_and_from.second;
+  out.layout = layout.describe() + how;
+  log_debug("loading ", path, " (", out.layout, ", config from ", out.config_from, ")");
+  OROCHI_ASSIGN_OR_RETURN(out.weights, assemble_weights(config, [&](const ParamSpec& spec) {
+                            return read_parameter(ckpt, layout, spec, config, options.as_stored);
+                          }));
+  return out;
+}
+
+Expected<std::optional<QkvOrder>> parse_qkv_order(const std::string& text) {
+  if (text == "auto") return std::optional<QkvOrder>();
+  if (text == "interleaved") return std::optional<QkvOrder>(QkvOrder::kInterleaved);
+  if (text == "thirds") return std::optional<QkvOrder>(QkvOrder::kThirds);
+  return usage_error("--qkv-order takes auto, interleaved or thirds, got '" + text + "'");
 }
 
 H3Weights random_weights(const H3Config& config, uint64_t seed) {

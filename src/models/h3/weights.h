@@ -4,10 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "models/h3/checkpoint_layout.h"
 #include "models/h3/config.h"
 #include "models/h3/parameters.h"
 
@@ -54,6 +58,30 @@ Expected<H3Weights> assemble_weights(const H3Config& config, const ParamSource& 
 // the GPU upload converts on the way, so `as_stored` keeps the checkpoint's own dtype (zero-copy
 // views of the mapped files, bf16 in the release: 66 GB of host memory instead of 132 GB in f32).
 Expected<H3Weights> load_weights(const std::string& folder, bool as_stored = false);
+
+// A single-file transformer (ComfyUI's models/diffusion_models/*.safetensors): original names under
+// `model.diffusion_model.` or `diffusion_model.` (or none), or diffusers names. Its config is, in
+// order: `config_path` when given; a config.json beside the file; else the released MiniMax-H3
+// config (H3Config's defaults). Every key and shape is checked against that config (the error names
+// the key). The fused qkv order is `qkv_order` when given, else detected (detect_qkv_order) and
+// refused as ambiguous naming the file and the votes. F8_E4M3 weights are dequantized with their
+// scale_weight to f32.
+struct TransformerFileOptions {
+  std::optional<std::string> config_path;
+  std::optional<QkvOrder> qkv_order;  // none: detect
+  bool as_stored = false;             // as load_weights
+};
+struct TransformerFile {
+  H3Weights weights;
+  std::string config_from;  // the config's path, or "the released MiniMax-H3 config"
+  std::string layout;       // KeyLayout::describe(), with how the qkv order was found
+};
+// The config the file would be read with (no weights touched), and where it came from.
+Expected<std::pair<H3Config, std::string>> transformer_file_config(const std::string& path,
+                                                                   const std::optional<std::string>& config_path);
+Expected<TransformerFile> load_transformer_file(const std::string& path, const TransformerFileOptions& options = {});
+// "auto" -> none, "interleaved", "thirds"; anything else is a usage error.
+Expected<std::optional<QkvOrder>> parse_qkv_order(const std::string& text);
 
 // Deterministic random weights (the built-in demo model): N(0, 0.2) matrices, N(0, 0.05) biases,
 // 1 + N(0, 0.1) norm weights, from `seed`.
