@@ -13,22 +13,11 @@
 #include "models/h3/weights.h"
 #include "pipeline/random_inputs.h"
 #include "pipeline/t2va.h"
+#include "support/demo_request.h"
 #include "support/paths.h"
 
 namespace orochi::engine {
 namespace {
-
-// A short demo request: 22 frames (two latent frames past the first), 2 steps, a small canvas.
-GenerateRequest small_request(uint64_t seed) {
-  GenerateRequest r;
-  r.width = 64;
-  r.height = 64;
-  r.frames = 22;
-  r.steps = 2;
-  r.text_rows = 8;
-  r.seed = seed;
-  return r;
-}
 
 TEST(Engine, TwoRequestsOnOneEngineLoadOnce) {
   Expected<std::unique_ptr<Engine>> engine = Engine::open(ModelSource{}, EngineOptions{});
@@ -36,7 +25,7 @@ TEST(Engine, TwoRequestsOnOneEngineLoadOnce) {
   EXPECT_TRUE((*engine)->demo());
   EXPECT_EQ((*engine)->device(), "cpu");
 
-  Expected<RunPlan> plan = (*engine)->plan(small_request(7));
+  Expected<RunPlan> plan = (*engine)->plan(testing::short_demo_request(7));
   ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
   EXPECT_EQ(plan->shape.text_rows, 8);
   EXPECT_EQ(plan->shape.t2va.geometry.frames, 22);
@@ -72,7 +61,7 @@ TEST(Engine, PlanFillsDefaultsAndRefusesBadRequests) {
   EXPECT_EQ(defaults->request.steps, 8);
   EXPECT_EQ(defaults->shape.text_rows, 32);
 
-  GenerateRequest prompt = small_request(1);
+  GenerateRequest prompt = testing::short_demo_request(1);
   prompt.prompt = "a cat";
   Expected<RunPlan> refused = (*engine)->plan(prompt);
   ASSERT_FALSE(refused.has_value());
@@ -80,7 +69,7 @@ TEST(Engine, PlanFillsDefaultsAndRefusesBadRequests) {
   EXPECT_NE(refused.status().message().find("demo model has no text encoder"), std::string::npos);
 
   // A CPU request that would take hours is refused by the plan with its estimate.
-  GenerateRequest huge = small_request(1);
+  GenerateRequest huge = testing::short_demo_request(1);
   huge.width = huge.height = 8192;
   huge.frames = 124;
   huge.steps = 8;
@@ -89,7 +78,7 @@ TEST(Engine, PlanFillsDefaultsAndRefusesBadRequests) {
   EXPECT_NE(hours.status().message().find("hours"), std::string::npos) << hours.status().message();
   EXPECT_NE(hours.status().message().find("--device cuda"), std::string::npos) << hours.status().message();
   // One that takes long but fits says so before it starts (and shows progress from step 0).
-  GenerateRequest long_text = small_request(1);
+  GenerateRequest long_text = testing::short_demo_request(1);
   long_text.text_rows = 65536;
   long_text.width = 1024;
   long_text.height = 1024;
@@ -99,7 +88,7 @@ TEST(Engine, PlanFillsDefaultsAndRefusesBadRequests) {
   ASSERT_FALSE(long_plan->notes.empty());
   EXPECT_NE(long_plan->notes.back().find("minutes"), std::string::npos) << long_plan->notes.back();
 
-  GenerateRequest odd = small_request(1);
+  GenerateRequest odd = testing::short_demo_request(1);
   odd.width = 100;  // not a multiple of 32
   Expected<RunPlan> bad = (*engine)->plan(odd);
   ASSERT_FALSE(bad.has_value());
@@ -188,7 +177,7 @@ TEST(Engine, ForwardOnATransformerFolderIsTheReferenceForward) {
   request.t_video = 1.5;
   EXPECT_FALSE(Engine::check_forward(request).is_ok());
 
-  Expected<RunPlan> plan = (*engine)->plan(small_request(1));
+  Expected<RunPlan> plan = (*engine)->plan(testing::short_demo_request(1));
   ASSERT_FALSE(plan.has_value());
   EXPECT_NE(plan.status().message().find("transformer folder alone"), std::string::npos) << plan.status().message();
   ModelSource both;

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "support/demo_request.h"
 #include "engine/engine.h"
 #include "models/h3/lora.h"
 #include "support/temp_dir.h"
@@ -271,16 +272,6 @@ TEST(H3Lora, RefusesBadFilesKeysAndShapes) {
   EXPECT_FALSE(missing.has_value());
 }
 
-// A short demo request (as test_engine's): 22 frames, 2 steps, a small canvas.
-engine::GenerateRequest short_request() {
-  engine::GenerateRequest r;
-  r.width = 64;
-  r.height = 64;
-  r.frames = 22;
-  r.steps = 2;
-  r.text_rows = 8;
-  return r;
-}
 
 Tensor demo_frames(const std::vector<engine::LoraSource>& loras, nlohmann::json* report = nullptr) {
   engine::ModelSource source;
@@ -288,7 +279,7 @@ Tensor demo_frames(const std::vector<engine::LoraSource>& loras, nlohmann::json*
   Expected<std::unique_ptr<engine::Engine>> e = engine::Engine::open(source, engine::EngineOptions{});
   EXPECT_TRUE(e.has_value()) << e.status().to_string();
   if (!e) return {};
-  Expected<engine::RunPlan> plan = (*e)->plan(short_request());
+  Expected<engine::RunPlan> plan = (*e)->plan(testing::short_demo_request());
   EXPECT_TRUE(plan.has_value()) << plan.status().to_string();
   Expected<engine::RunResult> run = (*e)->run(*plan);
   EXPECT_TRUE(run.has_value()) << run.status().to_string();

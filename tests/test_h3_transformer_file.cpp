@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "support/demo_request.h"
 #include "engine/engine.h"
 #include "models/h3/checkpoint_layout.h"
 #include "models/h3/weights.h"
@@ -262,20 +263,10 @@ TEST(H3TransformerFile, RefusesMissingKeysWrongShapesAndOtherFiles) {
   EXPECT_FALSE(h3::parse_qkv_order("rows").has_value());
 }
 
-// A short demo request (as test_engine's): 22 frames, 2 steps, a small canvas.
-engine::GenerateRequest short_request() {
-  engine::GenerateRequest r;
-  r.width = 64;
-  r.height = 64;
-  r.frames = 22;
-  r.steps = 2;
-  r.text_rows = 8;
-  return r;
-}
 
 Expected<Tensor> demo_frames(const engine::ModelSource& source) {
   OROCHI_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::open(source, engine::EngineOptions{}));
-  OROCHI_ASSIGN_OR_RETURN(engine::RunPlan plan, e->plan(short_request()));
+  OROCHI_ASSIGN_OR_RETURN(engine::RunPlan plan, e->plan(testing::short_demo_request()));
   OROCHI_ASSIGN_OR_RETURN(engine::RunResult run, e->run(plan));
   return run.result.frames;
 }
