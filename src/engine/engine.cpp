@@ -6,22 +6,13 @@
 #include <chrono>
 #include <filesystem>
 
-#include "core/format.h"
 #include "core/host_memory.h"
-#include "engine/reference_checks.h"
 #include "models/h3/denoiser.h"
-#include "models/h3/flops.h"
 #include "models/h3/lora.h"
-#include "models/h3/summary.h"
-#include "models/h3/weights.h"
-#include "models/h3_audio_vae/weights.h"
-#include "models/h3_video_vae/weights.h"
 #include "pipeline/decoders.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/finite_check.h"
 #include "pipeline/text_features.h"
-#include "planner/parallel_choice.h"
-#include "weights/model_folder.h"
 
 namespace orochi::engine {
 namespace {
