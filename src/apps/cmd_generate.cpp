@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apps/args.h"
+#include "core/stopwatch.h"
 #include "apps/commands.h"
 #include "apps/engine_options_cli.h"
 #include "apps/generate_options.h"
@@ -20,8 +21,6 @@
 namespace orochi::apps {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
 

@@ -1,8 +1,18 @@
 #include "core/format.h"
 
+#include <cstdarg>
 #include <cstdio>
 
 namespace orochi {
+
+std::string format_printf(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return buf;
+}
 
 std::string format_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

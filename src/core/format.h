@@ -11,6 +11,8 @@ namespace orochi {
 
 std::string format_bytes(uint64_t bytes);    // "61.73 GiB"
 std::string format_count(int64_t count);     // "33.12 B", "52.1 K"
+// printf into a string (up to 511 characters; longer text is cut).
+std::string format_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // FNV-1a over the bytes of host tensors, as 16 hex digits: equal outputs, equal hash (benchmarks
 // print it so runs that must be bit-identical can be compared by eye).
 std::string fnv1a_hex(const std::vector<const Tensor*>& tensors);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/stopwatch.h"
 #include "core/host_memory.h"
 #include "models/h3/denoiser.h"
 #include "models/h3/lora.h"
@@ -17,8 +18,6 @@
 namespace orochi::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 bool same_placement(const GpuPlacement& a, const GpuPlacement& b) {
   return a.device == b.device && a.tp == b.tp && a.sp == b.sp && a.streamed == b.streamed && a.slots == b.slots &&

@@ -2,6 +2,7 @@
 // family-neutral denoiser interface (the same one the denoising loop drives).
 #include <chrono>
 
+#include "core/stopwatch.h"
 #include "engine/engine.h"
 #include "models/h3/denoiser.h"
 #include "pipeline/random_inputs.h"
@@ -18,8 +19,6 @@ Status Engine::check_forward(const ForwardRequest& r) {
 }
 
 Expected<ForwardResult> Engine::forward(const ForwardRequest& r) {
-  using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   if (on_gpu_ || source_.random_weights)
     return invalid_argument("the forward runs the CPU reference (--device cpu); `orochi bench dit` times the GPU "
                             "forward");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/stopwatch.h"
 #include "core/format.h"
 #include "core/host_memory.h"
 #include "models/h3/lora.h"
@@ -19,8 +20,6 @@
 namespace orochi::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // "cpu", "cuda", "cuda:N" -> "cpu" / "cuda:N"; the index in `index`.
 Expected<std::string> normalized_device(const std::string& device, int* index) {

@@ -4,14 +4,13 @@
 #include <cstring>
 #include <string>
 
+#include "core/stopwatch.h"
 #include "models/h3_video_vae/encoder_posterior.h"
 #include "pipeline/reference/reference_image.h"
 
 namespace orochi::pipeline {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/stopwatch.h"
 #include "core/random.h"
 #include "models/h3_audio_vae/decoder.h"
 #include "models/h3_video_vae/pixels.h"
@@ -15,8 +16,6 @@
 namespace orochi::pipeline {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr int64_t kAudioChannels = 2;  // stereo, channel-major rows
 
@@ -39,8 +38,15 @@ Tensor stack_rows(const std::vector<Tensor>& parts) {
 }  // namespace
 
 T2vaShape shape_of(const T2vaRequest& r) {
-  return {r.width, r.height, r.frames, r.steps, r.video_shift, r.audio_shift,
-          r.text_features.defined() && r.text_features.ndim() == 2 ? r.text_features.dim(0) : 0};
+  T2vaShape shape;
+  shape.width = r.width;
+  shape.height = r.height;
+  shape.frames = r.frames;
+  shape.steps = r.steps;
+  shape.video_shift = r.video_shift;
+  shape.audio_shift = r.audio_shift;
+  shape.text_rows = r.text_features.defined() && r.text_features.ndim() == 2 ? r.text_features.dim(0) : 0;
+  return shape;
 }
 
 h3::gpu::RequestSize request_size(const T2vaPlan& plan) {

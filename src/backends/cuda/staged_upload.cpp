@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/stopwatch.h"
 #include "backends/cuda/cuda_check.h"
 #include "core/check.h"
 #include "core/dtype.h"
@@ -12,8 +13,6 @@
 namespace orochi::cuda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Converts `n` elements through f32 in small blocks (no allocation per piece beyond the block).
 void convert_elements(const char* src, DType from, char* dst, DType to, size_t n) {

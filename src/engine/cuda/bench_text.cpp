@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/format.h"
+#include "core/stopwatch.h"
 #include "engine/cuda/cuda_backend.h"
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
 #include "models/qwen3vl/text_config.h"
@@ -31,7 +32,8 @@ namespace {
 // land far apart in the embedding table) and need no tokenizer: i64 [L].
 Tensor bench_token_ids(int64_t tokens, uint64_t seed, int64_t vocab) {
   std::vector<int64_t> ids(static_cast<size_t>(tokens));
-  const int64_t offset = static_cast<int64_t>(seed % static_cast<uint64_t>(vocab));  // the same ids as before for small seeds
+  const int64_t offset =
+      static_cast<int64_t>(seed % static_cast<uint64_t>(vocab));  // the same ids as before for small seeds
   for (int64_t i = 0; i < tokens; ++i) ids[static_cast<size_t>(i)] = (i * 7919 + offset) % vocab;
   return Tensor::from_ints(ids, {tokens});
 }
@@ -63,19 +65,6 @@ Status dump_text(const std::string& path, const Tensor& ids, const Tensor& hidde
   return Status::ok();
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
-
 }  // namespace
 
 Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& o) {
@@ -98,42 +87,42 @@ Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& o) {
   size_t free_before = 0, total = 0;
   OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaSetDevice(dev), "cudaSetDevice"));
   cudaMemGetInfo(&free_before, &total);
-  OROCHI_ASSIGN_OR_RETURN(auto encoder, qwen3vl::gpu::GpuTextEncoder::create(config, o.layers, dev, o.tokens, streaming));
+  OROCHI_ASSIGN_OR_RETURN(auto encoder,
+                          qwen3vl::gpu::GpuTextEncoder::create(config, o.layers, dev, o.tokens, streaming));
   // The weights: a checkpoint folder (timed from the page cache to the GPU), or random ones.
   std::optional<qwen3vl::TextWeights> host;  // the checkpoint's views must outlive the encoder's use
-  const auto t_init = std::chrono::steady_clock::now();
+  const auto t_init = Clock::now();
   double open_s = 0;
   if (!o.checkpoint.empty()) {
-    note(format("Qwen3-VL text bench: loading %lld layers from %s to GPU %d...",
-                 static_cast<long long>(o.layers), o.checkpoint.c_str(), dev));
+    note(format_printf("Qwen3-VL text bench: loading %lld layers from %s to GPU %d...",
+                       static_cast<long long>(o.layers), o.checkpoint.c_str(), dev));
     OROCHI_ASSIGN_OR_RETURN(host, qwen3vl::load_text_weights(o.checkpoint, o.layers));
     open_s = seconds_since(t_init);
     OROCHI_RETURN_IF_ERROR(encoder->upload(*host));
   } else {
-    note(format("Qwen3-VL text bench: %lld tokens, %lld layers; generating weights on GPU %d...",
-                 static_cast<long long>(o.tokens), static_cast<long long>(o.layers), dev));
+    note(format_printf("Qwen3-VL text bench: %lld tokens, %lld layers; generating weights on GPU %d...",
+                       static_cast<long long>(o.tokens), static_cast<long long>(o.layers), dev));
     OROCHI_RETURN_IF_ERROR(encoder->init_random(o.seed));
   }
   const double init_s = seconds_since(t_init);
   if (!o.write_checkpoint.empty()) {
-    const auto t_write = std::chrono::steady_clock::now();
+    const auto t_write = Clock::now();
     OROCHI_RETURN_IF_ERROR(encoder->write_checkpoint(o.write_checkpoint));
-    note(format("wrote the weights to %s in %.1f s", o.write_checkpoint.c_str(),
-                 seconds_since(t_write)));
+    note(format_printf("wrote the weights to %s in %.1f s", o.write_checkpoint.c_str(), seconds_since(t_write)));
   }
 
   std::vector<double> times;
   Tensor hidden;  // f32 [L, hidden], the last run's output
   for (int64_t i = 0; i < o.warmup + o.iters; ++i) {
     OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaDeviceSynchronize(), "encode_text"));
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     OROCHI_ASSIGN_OR_RETURN(Tensor out, encoder->encode_text(ids));
     OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaDeviceSynchronize(), "encode_text"));
     const double t = seconds_since(t0);
     hidden = std::move(out);
     if (i >= o.warmup) times.push_back(t);
-    note(format("encode_text %lld/%lld: %.4f s%s", static_cast<long long>(i + 1),
-                 static_cast<long long>(o.warmup + o.iters), t, i < o.warmup ? " (warm-up)" : ""));
+    note(format_printf("encode_text %lld/%lld: %.4f s%s", static_cast<long long>(i + 1),
+                       static_cast<long long>(o.warmup + o.iters), t, i < o.warmup ? " (warm-up)" : ""));
   }
   size_t free_after = 0;
   cudaMemGetInfo(&free_after, &total);
@@ -155,7 +144,7 @@ Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& o) {
         {"config", shapes.dump()},                    {"dtype", "bf16"},
         {"weights", "qwen3vl::gpu::GpuTextEncoder::init_random"}};
     OROCHI_RETURN_IF_ERROR(dump_text(o.dump_outputs, ids, hidden, metadata));
-    note(format("wrote the token ids and the last run's hidden state to %s", o.dump_outputs.c_str()));
+    note(format_printf("wrote the token ids and the last run's hidden state to %s", o.dump_outputs.c_str()));
   }
 
   std::vector<double> sorted = times;
