@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/fp8.h"
 
 namespace orochi {
 
@@ -97,35 +98,9 @@ uint16_t f32_to_f16(float value) {
   return static_cast<uint16_t>(sign | (r >> 13));
 }
 
-float f8e4m3_to_f32(uint8_t b) {
-  const uint32_t sign = b >> 7, exp = (b >> 3) & 0xfu, mant = b & 0x7u;
-  float mag;
-  if (exp == 15 && mant == 7) mag = NAN;
-  else if (exp == 0) mag = std::ldexp(static_cast<float>(mant), -9);
-  else mag = std::ldexp(static_cast<float>(mant | 8u), static_cast<int>(exp) - 10);
-  return sign ? -mag : mag;
-}
-
-uint8_t f32_to_f8e4m3(float value) {
-  if (std::isnan(value)) return 0x7f;
-  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  float a = std::fabs(value);
-  if (a >= 448.0f) return sign | 0x7e;  // saturate to max finite
-  if (a < std::ldexp(1.0f, -6)) {
-    // Subnormal: unit 2^-9.
-    const int m = static_cast<int>(std::nearbyint(std::ldexp(a, 9)));
-    return static_cast<uint8_t>(sign | m);  // m == 8 rolls into the smallest normal correctly
-  }
-  int e;
-  std::frexp(a, &e);  // a = f * 2^e, f in [0.5,1)
-  const int exp = e - 1 + 7;  // biased
-  const float mant_f = std::ldexp(a, -(e - 1)) - 1.0f;  // in [0,1)
-  int mant = static_cast<int>(std::nearbyint(mant_f * 8.0f));
-  int biased = exp;
-  if (mant == 8) { mant = 0; ++biased; }
-  if (biased > 15 || (biased == 15 && mant == 7)) return sign | 0x7e;
-  return static_cast<uint8_t>(sign | (biased << 3) | mant);
-}
+// The fp8 rounding is defined once, in core/fp8.
+float f8e4m3_to_f32(uint8_t b) { return fp8_to_f32(b, Fp8Format::kE4M3); }
+uint8_t f32_to_f8e4m3(float value) { return f32_to_fp8(value, Fp8Format::kE4M3); }
 
 void convert_to_f32(DType dtype, const void* src, float* dst, size_t n, float scale) {
   switch (dtype) {

@@ -50,7 +50,7 @@ inline uint16_t f32_to_bf16(float value) {
 float f16_to_f32(uint16_t bits);
 uint16_t f32_to_f16(float value);
 float f8e4m3_to_f32(uint8_t bits);
-// Saturates to +-448 (the e4m3fn range), NaN stays NaN.
+// Saturates to +-448 (the e4m3fn range), NaN becomes 0x7f: core/fp8.h defines the rounding.
 uint8_t f32_to_f8e4m3(float value);
 
 // Rounds through a narrower type and back: what a PyTorch op writing that dtype would keep.
