@@ -80,6 +80,8 @@ Expected<DenoiseResult> denoise(models::Denoiser& denoiser, const DenoiseRequest
   in.stream_indices = {layout.video_indices, layout.audio_indices};
   const int64_t conditioning = layout.condition_video_rows;
   const int64_t target_video = result.video_rows.dim(0) - conditioning;
+  const int64_t reference_audio = layout.condition_audio_rows;  // ref2va: clean, held at 1.0, never stepped
+  const int64_t target_audio = result.audio_rows.dim(0) - reference_audio;
   if (on_step) on_step({0, plan.steps(), 0.0});  // the loop has started: progress from the first second
   for (int64_t i = 0; i < plan.steps(); ++i) {
     if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before denoising step " + std::to_string(i + 1));
@@ -95,11 +97,14 @@ Expected<DenoiseResult> denoise(models::Denoiser& denoiser, const DenoiseRequest
     const Tensor& audio_velocity = velocity[h3::kAudioStream];
     OROCHI_RETURN_IF_ERROR(check_finite(video_velocity, step + " (video velocity)"));
     OROCHI_RETURN_IF_ERROR(check_finite(audio_velocity, step + " (audio velocity)"));
-    // Only the target rows move; the slices are views into the rows the next forward reads.
+    // Only the target rows move (D LoopSchedulerStep: latents[ncv:], audio[nca:]); the slices are
+    // views into the rows the next forward reads.
     Tensor video_target = result.video_rows.slice(0, conditioning, conditioning + target_video);
     h3_euler_step_inplace(*request.video_schedule, i, video_target,
                           video_velocity.slice(0, conditioning, conditioning + target_video).contiguous());
-    h3_euler_step_inplace(*request.audio_schedule, i, result.audio_rows, audio_velocity);
+    Tensor audio_target = result.audio_rows.slice(0, reference_audio, reference_audio + target_audio);
+    h3_euler_step_inplace(*request.audio_schedule, i, audio_target,
+                          audio_velocity.slice(0, reference_audio, reference_audio + target_audio).contiguous());
     result.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - t_step).count());
     if (on_step) on_step({i + 1, plan.steps(), result.step_seconds.back()});
   }

@@ -1,6 +1,7 @@
 // The MiniMax-H3 denoising loop (diffusers' MiniMaxH3DenoiseLoopWrapper: one forward per step, no
 // CFG): the video rows step down the video schedule and the audio rows down the audio schedule, in
-// lockstep; conditioning rows are never written. The AdaLN tables are built once, before the first
+// lockstep; conditioning rows (the leading condition_video_rows / condition_audio_rows of the
+// layout) are never written. The AdaLN tables are built once, before the first
 // step, for every timestep any step uses.
 #pragma once
 
@@ -32,7 +33,7 @@ struct DenoiseRequest {
   const H3Schedule* audio_schedule = nullptr;
   Tensor text;        // f32 [L, text_dim], the conditioner's features
   Tensor video_rows;  // f32 [Nv, video_patch_dim]: conditioning rows, then the target's noise
-  Tensor audio_rows;  // f32 [Na, audio_in_channels]: the target's noise
+  Tensor audio_rows;  // f32 [Na, audio_in_channels]: reference audio rows (ref2va), then the target's noise
 };
 
 struct StepProgress {

@@ -51,6 +51,9 @@ h3_audio::AudioVaeConfig demo_audio_config(const h3::H3Config& transformer) {
   c.resblock_dilation_sizes = {{1}};
   c.latents_mean.assign(static_cast<size_t>(c.latent_channels), 0.0f);
   c.latents_std.assign(static_cast<size_t>(c.latent_channels), 1.0f);
+  // The encoder (ref2va): the released rates from 4 channels (8 .. 128 over the blocks), two heads.
+  c.encoder_dim = 4;
+  c.num_attention_heads = 2;
   return c;
 }
 
@@ -103,6 +106,22 @@ Tensor demo_lowpass(const Shape& shape) {
   return t;
 }
 
+h3_audio::AudioEncoderWeights demo_audio_encoder_weights(const h3_audio::AudioVaeConfig& config, uint64_t seed) {
+  uint64_t stream = 7000;
+  auto source = [&](const h3_audio::TensorSpec& spec) -> Expected<Tensor> {
+    const std::string& n = spec.name;
+    ++stream;
+    if (n.ends_with(".alpha")) return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);  // Snake's frequency
+    if (n.ends_with(".weight_g")) return normal_param(spec.shape, seed, stream, 1.0f, 0.0f);
+    if (n.find("norm") != std::string::npos && n.ends_with(".weight")) return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);
+    if (n.ends_with("bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.02f);
+    return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
+  };
+  Expected<h3_audio::AudioEncoderWeights> w = h3_audio::assemble_encoder(config, source);
+  OROCHI_CHECK(w.has_value(), w.status().to_string());
+  return std::move(w).value();
+}
+
 h3_audio::AudioDecoderWeights demo_audio_weights(const h3_audio::AudioVaeConfig& config, uint64_t seed) {
   uint64_t stream = 5000;
   auto source = [&](const h3_audio::TensorSpec& spec) -> Expected<Tensor> {
@@ -132,7 +151,9 @@ T2vaModels demo_t2va_models(uint64_t seed) {
   const h3vae::VideoVaeConfig video_config = demo_video_config(m.transformer.config);
   m.video_vae = demo_video_weights(video_config, seed);
   m.video_encoder = demo_video_encoder_weights(video_config, seed);
-  m.audio_vae = demo_audio_weights(demo_audio_config(m.transformer.config), seed);
+  const h3_audio::AudioVaeConfig audio_config = demo_audio_config(m.transformer.config);
+  m.audio_vae = demo_audio_weights(audio_config, seed);
+  m.audio_encoder = demo_audio_encoder_weights(audio_config, seed);
   return m;
 }
 

@@ -1,7 +1,7 @@
 // The three models a t2va run decodes with on the CPU: the H3 denoiser, the video VAE decoder and
 // the audio VAE decoder, either loaded from a diffusers-layout pipeline folder or generated (the
-// built-in tiny demo model, so a first-time user gets a video without a checkpoint), and the video
-// VAE's encoder for fl2va keyframes.
+// built-in tiny demo model, so a first-time user gets a video without a checkpoint), and the VAEs'
+// encoders for fl2va keyframes and ref2va references.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "models/h3/weights.h"
+#include "models/h3_audio_vae/encoder_weights.h"
 #include "models/h3_audio_vae/weights.h"
 #include "models/h3_video_vae/encoder_weights.h"
 #include "models/h3_video_vae/weights.h"
@@ -25,11 +26,14 @@ struct T2vaModels {
   // The video VAE's encoder (fl2va keyframes): the demo's is generated with it; a checkpoint's is
   // read when a request first needs it (load_video_encoder).
   std::optional<h3vae::EncoderWeights> video_encoder;
+  // The audio VAE's encoder (ref2va soundtracks and clips): the demo's is generated with it.
+  std::optional<h3_audio::AudioEncoderWeights> audio_encoder;
 };
 
 // The built-in demo: H3Config::tiny_demo with VAEs of the real geometry (16x spatial, 4x temporal,
 // 17-frame clips, 32 kHz audio at 800 samples per latent) but a few channels wide; random weights
-// drawn from `seed`; its video encoder is the real causal CNN's structure, a few channels per level.
+// drawn from `seed`; its video encoder is the real causal CNN's structure, a few channels per level,
+// its audio encoder the real DAC trunk (rates 2, 4, 4, 5, 5) from 4 channels, with its attention.
 // Decodes a 5 s clip in seconds on a laptop CPU. The output is noise-like: the
 // weights are random, the pipeline around them is the real one.
 T2vaModels demo_t2va_models(uint64_t seed);

@@ -6,8 +6,9 @@
 
 namespace orochi::pipeline::reference {
 
-Expected<io::RgbImage> normalize_reference_image(const io::RgbImage& image, ImageSizePolicy policy, Size canvas) {
-  OROCHI_ASSIGN_OR_RETURN(const Size size, reference_image_size(image.width, image.height, policy, canvas));
+Expected<io::RgbImage> normalize_reference_image(const io::RgbImage& image, ImageSizePolicy policy, Size canvas,
+                                                  int64_t short_edge) {
+  OROCHI_ASSIGN_OR_RETURN(const Size size, reference_image_size(image.width, image.height, policy, canvas, short_edge));
   if (size.width == image.width && size.height == image.height) return image;
   return pil_lanczos_resize(image, size.width, size.height);
 }

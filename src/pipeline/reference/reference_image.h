@@ -13,11 +13,12 @@
 
 namespace orochi::pipeline::reference {
 
-// D `Ref2VASetupStep` for one image reference. `canvas` is only read by the kMatch policy.
-// invalid_argument for an image beyond 4:1 either way (reference_image_size's message).
+// D `Ref2VASetupStep` for one image reference. `canvas` is only read by the kMatch policy,
+// `short_edge` (D's reference_image_short_edge) only by kShortEdge. invalid_argument for an image
+// beyond 4:1 either way (reference_image_size's message).
 Expected<io::RgbImage> normalize_reference_image(const io::RgbImage& image,
                                                   ImageSizePolicy policy = ImageSizePolicy::kShortEdge,
-                                                  Size canvas = {1344, 768});
+                                                  Size canvas = {1344, 768}, int64_t short_edge = 2048);
 
 // D `MiniMaxH3ResizeStep`: `keyframes` are the first and/or last keyframe present, in that order; the
 // canvas is `canvas` when given, else the one the first keyframe's aspect resolves to. Returns the

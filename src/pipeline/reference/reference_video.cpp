@@ -29,7 +29,7 @@ Expected<std::vector<int64_t>> frame_indices_at_24fps(int64_t frames, double fps
 }
 
 Expected<io::VideoFrames> normalize_reference_video(const io::VideoFrames& video, double fps, int64_t num_frames,
-                                                     const CanvasRule& rule) {
+                                                     const CanvasRule& rule, std::optional<Size> canvas_given) {
   OROCHI_RETURN_IF_ERROR(io::validate_video(video));
   if (num_frames < 1)
     return invalid_argument("the target frame count must be positive, got " + std::to_string(num_frames));
@@ -39,8 +39,10 @@ Expected<io::VideoFrames> normalize_reference_video(const io::VideoFrames& video
     return invalid_argument("a reference video of " + std::to_string(video.frames) + " frames at " +
                             std::to_string(fps) + " fps has no frame on the 24 fps grid; give a longer video");
   OROCHI_ASSIGN_OR_RETURN(
-      const Size canvas,
-      resolve_canvas_size(static_cast<double>(video.width), static_cast<double>(video.height), rule));
+      const Size own, resolve_canvas_size(static_cast<double>(video.width), static_cast<double>(video.height), rule));
+  const Size canvas = canvas_given.value_or(own);
+  if (canvas.width <= 0 || canvas.height <= 0)
+    return invalid_argument("a reference video's canvas must have a positive size");
   io::VideoFrames out;
   out.frames = static_cast<int64_t>(indices.size());
   out.height = canvas.height;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -23,9 +24,9 @@ inline constexpr double kModelFps = 24.0;
 Expected<std::vector<int64_t>> frame_indices_at_24fps(int64_t frames, double fps);
 
 // The whole normalization: to 24 fps, the first `num_frames` (the target's aligned count), resized to
-// resolve_canvas_size(own width, own height). invalid_argument for an empty video, a bad fps or an
-// aspect beyond 4:1.
+// resolve_canvas_size(own width, own height), or to `canvas` when given (a policy of its own, e.g.
+// ComfyUI's `match`). invalid_argument for an empty video, a bad fps or an aspect beyond 4:1.
 Expected<io::VideoFrames> normalize_reference_video(const io::VideoFrames& video, double fps, int64_t num_frames,
-                                                     const CanvasRule& rule = {});
+                                                     const CanvasRule& rule = {}, std::optional<Size> canvas = {});
 
 }  // namespace orochi::pipeline::reference
