@@ -58,7 +58,10 @@ def unpack_video(rows: torch.Tensor, channels: int, patch) -> torch.Tensor:
     return x.contiguous()
 
 
-def run_case(model, name: str, keyframes: tuple, gen: torch.Generator) -> dict:
+def run_case(model, name: str, keyframes: tuple, gen: torch.Generator, num_inference_steps=NUM_INFERENCE_STEPS,
+             shifts=(12.0, 3.0), video_sigmas=None, audio_sigmas=None) -> dict:
+    """One loop. A given sigma list replaces its stream's shifted grid (set_timesteps(sigmas=...)):
+    make_h3_custom_sigmas.py runs this loop with lists."""
     cfg = model.config
     patch = tuple(cfg.patch_size)
     (position_ids, token_tags, video_indices, audio_indices, text_indices, n_cond_v, n_cond_a) = (
@@ -87,9 +90,9 @@ def run_case(model, name: str, keyframes: tuple, gen: torch.Generator) -> dict:
 
     latents = torch.cat([condition, patchify_video_latents(video_noise, patch)])  # conditioning rows first
     audio_latents = audio_noise.clone()
-    video_sched, audio_sched = MiniMaxH3Scheduler(shift=12.0), MiniMaxH3Scheduler(shift=3.0)
-    video_sched.set_timesteps(NUM_INFERENCE_STEPS)
-    audio_sched.set_timesteps(NUM_INFERENCE_STEPS)
+    video_sched, audio_sched = MiniMaxH3Scheduler(shift=shifts[0]), MiniMaxH3Scheduler(shift=shifts[1])
+    video_sched.set_timesteps(num_inference_steps, sigmas=video_sigmas)
+    audio_sched.set_timesteps(num_inference_steps, sigmas=audio_sigmas)
     steps = 0
     for i, (t, t_audio) in enumerate(zip(video_sched.timesteps, audio_sched.timesteps)):
         timestep, timestep_indices = MiniMaxH3SetTimestepsStep.build_row_timesteps(
@@ -112,6 +115,17 @@ def run_case(model, name: str, keyframes: tuple, gen: torch.Generator) -> dict:
     return out, steps
 
 
+def load_tiny_transformer(folder: Path):
+    """Built from config.json and loaded strictly (from_pretrained wants accelerate for fp32 islands)."""
+    config = {k: v for k, v in json.loads((folder / "config.json").read_text()).items() if k[0] != "_"}
+    model = MiniMaxH3Transformer3DModel(**config).float().eval()
+    state = {}
+    for shard in sorted(folder.glob("*.safetensors")):
+        state.update(load_file(shard))
+    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -120,13 +134,7 @@ def main():
     torch.set_num_threads(1)
     torch.manual_seed(SEED)
     gen = torch.Generator().manual_seed(SEED)
-    # Built from config.json and loaded strictly (from_pretrained wants accelerate for fp32 islands).
-    config = {k: v for k, v in json.loads((args.transformer / "config.json").read_text()).items() if k[0] != "_"}
-    model = MiniMaxH3Transformer3DModel(**config).float().eval()
-    state = {}
-    for shard in sorted(args.transformer.glob("*.safetensors")):
-        state.update(load_file(shard))
-    model.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    model = load_tiny_transformer(args.transformer)
 
     golden = {}
     steps = {}

@@ -11,9 +11,11 @@
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/engine_options_cli.h"
+#include "apps/generate_options.h"
 #include "apps/reference_options.h"
 #include "apps/request_limits.h"
 #include "engine/reference_checks.h"
+#include "pipeline/sampling.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "planner/plan_report.h"
@@ -39,12 +41,19 @@ Expected<planner::TierPolicy> parse_tiers(const std::string& text, int64_t slots
   return p;
 }
 
-Expected<planner::PlanInput> parse_input(const Args& args) {
+Expected<planner::PlanInput> parse_input(const Args& args, pipeline::Sampling& sampling) {
   planner::PlanInput in;
   OROCHI_ASSIGN_OR_RETURN(in.models, planner::load_model_configs(args.get("model", "h3")));
   OROCHI_ASSIGN_OR_RETURN(in.request, planner::request_for_resolution(args.get("res", "768p")));
   OROCHI_ASSIGN_OR_RETURN(in.request.frames, args.get_int("frames", 124, limits::kFramesMin, limits::kFramesMax));
-  OROCHI_ASSIGN_OR_RETURN(in.request.steps, args.get_int("steps", 8, limits::kStepsMin, limits::kStepsMax));
+  // The schedule as generate takes it (--preset, --sigmas, ...); plan's step count defaults to 8.
+  OROCHI_ASSIGN_OR_RETURN(const pipeline::Sampling asked, parse_sampling_options(args, 8));
+  OROCHI_ASSIGN_OR_RETURN(sampling, pipeline::resolve_sampling(asked, 8));
+  in.request.steps = sampling.steps;
+  in.request.video_shift = sampling.video_shift;
+  in.request.audio_shift = sampling.audio_shift;
+  in.request.video_sigmas = sampling.video_sigmas;
+  in.request.audio_sigmas = sampling.audio_sigmas;
   OROCHI_ASSIGN_OR_RETURN(in.request.text_rows,
                           args.get_int("text-rows", 256, limits::kTextRowsMin, limits::kTextRowsMax));
   OROCHI_ASSIGN_OR_RETURN(const int64_t gpus, args.get_int("gpus", 1, limits::kGpusMin, limits::kGpusMax));
@@ -111,16 +120,19 @@ Status plan_references(const Args& args, planner::PlanInput& input) {
 }  // namespace
 
 int run_plan(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = {"model", "res", "frames", "steps", "text-rows", "gpus", "vram-per-gpu", "parallel",
+  std::set<std::string> valued = {"model", "res", "frames", "text-rows", "gpus", "vram-per-gpu", "parallel",
                                   "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops", "set"};
   std::set<std::string> repeatable;
   add_reference_options(valued, repeatable);
+  add_sampling_options(valued);
   Expected<Args> args = Args::parse(argv, valued, {"json"}, repeatable);
   if (!args) return fail(args.status());
   if (!args->positionals().empty())
     return fail(usage_error("plan takes no positional argument, got '" + args->positionals()[0] + "'"));
-  Expected<planner::PlanInput> input = parse_input(*args);
+  pipeline::Sampling sampling;
+  Expected<planner::PlanInput> input = parse_input(*args, sampling);
   if (!input) return fail(input.status());
+  if (!args->has("json")) std::printf("schedule: %s\n", pipeline::describe_sampling(sampling).c_str());
   if (Status s = plan_references(*args, *input); !s.is_ok()) return fail(s);
   // --parallel auto: the layout generate would take for --gpus N (planner/parallel_choice.h).
   Expected<planner::MemoryPlan> plan = unsupported("no plan");
@@ -134,10 +146,16 @@ int run_plan(const std::vector<std::string>& argv) {
     plan = planner::plan_memory(*input);
   }
   if (!plan) return fail(plan.status());
-  if (args->has("json"))
-    std::printf("%s\n", planner::plan_json(*plan).dump(2).c_str());
-  else
+  if (args->has("json")) {
+    nlohmann::json j = planner::plan_json(*plan);
+    j["sampling"] = {{"preset", sampling.preset.empty() ? nlohmann::json() : nlohmann::json(sampling.preset)},
+                     {"steps", sampling.steps},
+                     {"video_sigmas", plan->shape.t2va.video_schedule.sigmas},
+                     {"audio_sigmas", plan->shape.t2va.audio_schedule.sigmas}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
     std::fputs(planner::plan_text(*plan).c_str(), stdout);
+  }
   return plan->fits ? 0 : 1;
 }
 

@@ -11,7 +11,7 @@
 #include "io/output_file.h"
 #include "models/h3/weights.h"
 #include "pipeline/prompt_features.h"
-#include "pipeline/scheduler_h3.h"
+#include "pipeline/sampling.h"
 #include "pipeline/video_geometry.h"
 
 namespace orochi::apps {
@@ -35,13 +35,57 @@ Expected<engine::LoraSource> parse_lora_option(const std::string& value) {
   return l;
 }
 
+Expected<std::vector<double>> parse_sigma_list(const std::string& flag, const std::string& text) {
+  std::vector<double> values;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = text.find(',', begin);
+    std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    // Parsed to a double, as Python reads the number; the scheduler rounds it to fp32 as torch does.
+    OROCHI_ASSIGN_OR_RETURN(const double v, parse_double(flag + " value " + std::to_string(values.size() + 1), item));
+    values.push_back(v);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return values;
+}
+
+void add_sampling_options(std::set<std::string>& valued) {
+  valued.insert({"steps", "video-shift", "audio-shift", "preset", "sigmas", "audio-sigmas"});
+}
+
+Expected<pipeline::Sampling> parse_sampling_options(const Args& args, int64_t default_steps) {
+  pipeline::Sampling asked;
+  asked.preset = args.get("preset", "");
+  if (args.has("preset") && asked.preset.empty()) return usage_error("--preset takes a name (turbo8, turbo4)");
+  OROCHI_ASSIGN_OR_RETURN(asked.steps, args.get_int("steps", 0, limits::kStepsMin, limits::kStepsMax));
+  OROCHI_ASSIGN_OR_RETURN(asked.video_shift, args.get_double("video-shift", 0));
+  OROCHI_ASSIGN_OR_RETURN(asked.audio_shift, args.get_double("audio-shift", 0));
+  if (args.has("video-shift") && !(asked.video_shift > 0))
+    return usage_error("--video-shift must be > 0, got " + args.get("video-shift", ""));
+  if (args.has("audio-shift") && !(asked.audio_shift > 0))
+    return usage_error("--audio-shift must be > 0, got " + args.get("audio-shift", ""));
+  if (args.has("sigmas")) {
+    OROCHI_ASSIGN_OR_RETURN(asked.video_sigmas, parse_sigma_list("--sigmas", args.get("sigmas", "")));
+  }
+  if (args.has("audio-sigmas")) {
+    OROCHI_ASSIGN_OR_RETURN(asked.audio_sigmas, parse_sigma_list("--audio-sigmas", args.get("audio-sigmas", "")));
+  }
+  // Every check now, before any weight is read; the engine resolves the request again the same way.
+  if (Status s = pipeline::resolve_sampling(asked, default_steps).status(); !s.is_ok()) return usage_error(s.message());
+  return asked;
+}
+
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = {"text-features", "width", "height", "frames", "steps", "seed",
-                                  "video-shift", "audio-shift", "out", "crf", "prompt", "device",
+  std::set<std::string> valued = {"text-features", "width", "height", "frames", "seed",
+                                  "out", "crf", "prompt", "device",
                                   "text-rows", "text-layer", "gpus", "parallel", "comm-timeout", "set",
                                   "transformer", "transformer-config", "qkv-order"};
   std::set<std::string> repeatable = {"lora"};
   valued.insert("lora");
+  add_sampling_options(valued);
   add_reference_options(valued, repeatable);
   OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv, valued, {"json", "quiet", "random-weights"}, repeatable));
   if (args.positionals().size() > 1)
@@ -67,13 +111,9 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   OROCHI_ASSIGN_OR_RETURN(o.height,
                           args.get_int("height", demo ? 192 : 768, limits::kCanvasMinSide, limits::kCanvasMaxSide));
   OROCHI_ASSIGN_OR_RETURN(o.frames, args.get_int("frames", 124, limits::kFramesMin, limits::kFramesMax));
-  OROCHI_ASSIGN_OR_RETURN(o.steps, args.get_int("steps", demo ? 8 : 20, limits::kStepsMin, limits::kStepsMax));
+  OROCHI_ASSIGN_OR_RETURN(o.sampling, parse_sampling_options(args, demo ? 8 : 20));
   OROCHI_ASSIGN_OR_RETURN(o.seed, args.get_uint64("seed", 0));
   OROCHI_ASSIGN_OR_RETURN(o.crf, args.get_int("crf", 18, limits::kCrfMin, limits::kCrfMax));
-  OROCHI_ASSIGN_OR_RETURN(o.video_shift, args.get_double("video-shift", pipeline::kH3VideoShift));
-  OROCHI_ASSIGN_OR_RETURN(o.audio_shift, args.get_double("audio-shift", pipeline::kH3AudioShift));
-  if (!(o.video_shift > 0)) return usage_error("--video-shift must be > 0, got " + args.get("video-shift", ""));
-  if (!(o.audio_shift > 0)) return usage_error("--audio-shift must be > 0, got " + args.get("audio-shift", ""));
   o.out = args.get("out", "output.mp4");
   o.json = args.has("json");
   o.quiet = args.has("quiet");
@@ -99,10 +139,8 @@ engine::GenerateRequest request_of(const GenerateOptions& o) {
   r.width = o.width;
   r.height = o.height;
   r.frames = o.frames;
-  r.steps = o.steps;
+  engine::set_sampling(r, o.sampling);
   r.seed = o.seed;
-  r.video_shift = o.video_shift;
-  r.audio_shift = o.audio_shift;
   r.prompt = o.prompt;
   r.text_features_file = o.text_features;
   r.text_rows = o.text_rows;

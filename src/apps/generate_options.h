@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "apps/args.h"
 #include "core/status.h"
 #include "engine/engine_options.h"
 #include "engine/generate_request.h"
@@ -16,9 +18,11 @@ namespace orochi::apps {
 struct GenerateOptions {
   std::optional<std::string> model_dir, text_features, prompt;
   int64_t text_layer = 0;
-  int64_t width = 0, height = 0, frames = 0, steps = 0, crf = 18;
+  int64_t width = 0, height = 0, frames = 0, crf = 18;
   uint64_t seed = 0;  // every value in [0, 2^64 - 1]
-  double video_shift = 0, audio_shift = 0;
+  // --steps, --video-shift, --audio-shift, --preset, --sigmas, --audio-sigmas as given (0 / empty:
+  // not given); checked by parsing, resolved by the engine (pipeline::resolve_sampling).
+  pipeline::Sampling sampling;
   std::string out;
   std::string device;            // cpu, cuda:N; empty: the engine's default (engine::EngineOptions)
   int64_t gpus = 1;              // GPUs from --device on that share the denoiser
@@ -42,6 +46,14 @@ engine::GenerateRequest request_of(const GenerateOptions& o);
 
 // `--lora FILE[:STRENGTH]` (strength 1 when absent).
 Expected<engine::LoraSource> parse_lora_option(const std::string& value);
+
+// The schedule options as asked (parse_sigma_list for the lists), every check of
+// pipeline::resolve_sampling applied (usage errors); `generate` and `plan` share them.
+Expected<pipeline::Sampling> parse_sampling_options(const Args& args, int64_t default_steps);
+// "1,0.99391, ... ,0": numbers separated by commas (spaces around them allowed).
+Expected<std::vector<double>> parse_sigma_list(const std::string& flag, const std::string& text);
+// The option names parse_sampling_options reads, for a command's valued set.
+void add_sampling_options(std::set<std::string>& valued);
 
 // Parses and defaults the options (defaults depend on demo / checkpoint / --random-weights). The
 // parser's errors and the values outside their stated limits (apps/request_limits.h) are usage

@@ -90,6 +90,9 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   report.seed = plan.request.seed;
   report.video_shift = plan.request.video_shift;
   report.audio_shift = plan.request.audio_shift;
+  report.preset = plan.request.preset;
+  report.video_sigmas = plan.shape.t2va.video_schedule.sigmas;
+  report.audio_sigmas = plan.shape.t2va.audio_schedule.sigmas;
   report.plan = plan.summary_json();
   report.workflow = plan.workflow;
   report.switches = run_switches_json(options_.switches);
@@ -103,6 +106,8 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   request.seed = plan.request.seed;
   request.video_shift = plan.request.video_shift;
   request.audio_shift = plan.request.audio_shift;
+  request.video_sigmas = plan.request.video_sigmas;
+  request.audio_sigmas = plan.request.audio_sigmas;
   OROCHI_ASSIGN_OR_RETURN(request.text_features, text_features(plan, report));
   if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before the denoiser");
 

@@ -41,6 +41,8 @@ planner::PlanRequest plan_request_of(const GenerateRequest& r) {
   p.steps = r.steps;
   p.video_shift = r.video_shift;
   p.audio_shift = r.audio_shift;
+  p.video_sigmas = r.video_sigmas;
+  p.audio_sigmas = r.audio_sigmas;
   p.keyframes = keyframe_anchors(r);  // fl2va's keyframe rows
   return p;
 }
@@ -152,7 +154,10 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   }
   if (r.width == 0) r.width = demo ? 320 : 1344;
   if (r.height == 0) r.height = demo ? 192 : 768;
-  if (r.steps == 0) r.steps = demo ? 8 : 20;
+  OROCHI_ASSIGN_OR_RETURN(const pipeline::Sampling sampling, pipeline::resolve_sampling(sampling_of(r), demo ? 8 : 20));
+  set_sampling(r, sampling);
+  if (!sampling.preset.empty() || !sampling.video_sigmas.empty() || !sampling.audio_sigmas.empty())
+    plan.notes.push_back("schedule " + pipeline::describe_sampling(sampling));
   if (r.text_rows == 0) r.text_rows = demo ? 32 : 256;
   plan.on_gpu = on_gpu_;
 

@@ -20,6 +20,19 @@ std::string workflow_of(const GenerateRequest& request) {
   return "fl2va";
 }
 
+pipeline::Sampling sampling_of(const GenerateRequest& r) {
+  return pipeline::Sampling{r.preset, r.steps, r.video_shift, r.audio_shift, r.video_sigmas, r.audio_sigmas};
+}
+
+void set_sampling(GenerateRequest& r, const pipeline::Sampling& s) {
+  r.preset = s.preset;
+  r.steps = s.steps;
+  r.video_shift = s.video_shift;
+  r.audio_shift = s.audio_shift;
+  r.video_sigmas = s.video_sigmas;
+  r.audio_sigmas = s.audio_sigmas;
+}
+
 std::vector<pipeline::KeyframeAnchor> keyframe_anchors(const GenerateRequest& request) {
   std::vector<pipeline::KeyframeAnchor> anchors;
   for (const ReferenceInput& r : request.references)

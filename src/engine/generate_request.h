@@ -10,7 +10,7 @@
 
 #include "pipeline/packed_layout.h"
 #include "pipeline/prompt_features.h"
-#include "pipeline/scheduler_h3.h"
+#include "pipeline/sampling.h"
 
 namespace orochi::engine {
 
@@ -31,9 +31,14 @@ enum class RefSize { k2048, kMatch };
 struct GenerateRequest {
   int64_t width = 0, height = 0;  // canvas; 0: the model's default (demo 320x192, else 1344x768)
   int64_t frames = 124;           // 17n + 5 at 24 fps
-  int64_t steps = 0;              // denoiser evaluations; 0: demo 8, else 20
+  // The schedule, as asked (Engine::plan resolves it: pipeline::resolve_sampling). steps: denoiser
+  // evaluations; 0: the preset's or the list's, else demo 8, checkpoint 20. Shifts 0: the preset's,
+  // else 12 and 3. A preset name, or given sigma grids (1 first, 0 last) that replace the shifted ones.
+  int64_t steps = 0;
   uint64_t seed = 0;              // keys every noise tensor: the same video on any device and layout
-  double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
+  double video_shift = 0, audio_shift = 0;
+  std::string preset;
+  std::vector<double> video_sigmas, audio_sigmas;
   // Conditioning: one of a prompt (the model's tokenizer and text encoder), a features file
   // (prompt_embeds [L, text_dim]), or `text_rows` random rows (the demo, benchmarks).
   std::optional<std::string> prompt, text_features_file;
@@ -46,6 +51,9 @@ struct GenerateRequest {
 // t2va without references, fl2va with keyframes only, ref2va with images / videos / audio only; a
 // mix of keyframes and references is an error (check_references).
 std::string workflow_of(const GenerateRequest& request);
+// The request's schedule fields as pipeline::resolve_sampling takes and gives them.
+pipeline::Sampling sampling_of(const GenerateRequest& request);
+void set_sampling(GenerateRequest& request, const pipeline::Sampling& sampling);
 // fl2va's keyframe rows in packed order (first, then last), whatever the command-line order.
 std::vector<pipeline::KeyframeAnchor> keyframe_anchors(const GenerateRequest& request);
 

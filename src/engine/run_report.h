@@ -20,6 +20,8 @@ struct RunReport {
   int64_t steps = 0;
   uint64_t seed = 0;
   double video_shift = 0, audio_shift = 0;
+  std::string preset;                            // the sampling preset, empty: none
+  std::vector<float> video_sigmas, audio_sigmas;  // the schedules run (fp32, 1 first, 0 last)
   pipeline::T2vaResult result;  // geometry, sizes and stage times (tensors are not reported)
   // load: weights read or uploaded for this request (an engine that keeps its model loaded shows
   // ~0 from the second request on). request_memory: a kept model's request buffers reserved

@@ -64,6 +64,18 @@ Expected<H3Schedule> make_h3_schedule(int64_t num_inference_steps, double shift)
   return schedule;
 }
 
+Expected<H3Schedule> make_h3_schedule_from_sigmas(const std::vector<double>& sigmas) {
+  H3Schedule schedule;
+  for (double s : sigmas) schedule.sigmas.push_back(static_cast<float>(s));  // round to nearest, as torch
+  const std::vector<float>& f = schedule.sigmas;
+  bool decreasing = f.size() >= 2;
+  for (size_t i = 1; i < f.size() && decreasing; ++i) decreasing = f[i] < f[i - 1];
+  if (!decreasing || f.back() != 0.0f)
+    return invalid_argument("a sigma list must hold at least two strictly decreasing values (as fp32) ending at 0");
+  for (size_t i = 0; i + 1 < f.size(); ++i) schedule.timesteps.push_back(1.0f - f[i]);
+  return schedule;
+}
+
 void h3_euler_step_inplace(const H3Schedule& schedule, int64_t index, Tensor& sample, const Tensor& velocity) {
   require_same_f32(sample, velocity, "h3_euler_step");
   OROCHI_CHECK(index >= 0 && index < schedule.num_evaluations(), "h3_euler_step: step ", index,

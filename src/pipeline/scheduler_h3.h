@@ -30,6 +30,11 @@ inline constexpr double kH3AudioShift = 3.0;
 // Errors: invalid_argument for N < 2 (or absurdly large) and for a shift that is not finite and > 0.
 Expected<H3Schedule> make_h3_schedule(int64_t num_inference_steps, double shift);
 
+// diffusers' `set_timesteps(sigmas=...)`: a full grid used as given (no shift, no deduplication),
+// each value rounded to fp32 as torch.as_tensor does, t = 1 − sigma[:-1]. invalid_argument unless
+// it holds at least two fp32 values, strictly decreasing, the last 0 (diffusers' own rule).
+Expected<H3Schedule> make_h3_schedule_from_sigmas(const std::vector<double>& sigmas);
+
 // One Euler step (eta = 0) from evaluation `index`, as diffusers' `step()` computes it in fp32:
 //   x0 = x + (1 − t_i)·v;  r = sigma_{i+1} / sigma_i;  x' = r·x + (1 − r)·x0.
 // sample and velocity: same shape, contiguous f32 (for example the target rows of the packed

@@ -11,6 +11,7 @@
 #include "pipeline/finite_check.h"
 #include "pipeline/latent_packing.h"
 #include "pipeline/packed_layout.h"
+#include "pipeline/sampling.h"
 #include "pipeline/scheduler_h3.h"
 
 namespace orochi::pipeline {
@@ -45,6 +46,8 @@ T2vaShape shape_of(const T2vaRequest& r) {
   shape.steps = r.steps;
   shape.video_shift = r.video_shift;
   shape.audio_shift = r.audio_shift;
+  shape.video_sigmas = r.video_sigmas;
+  shape.audio_sigmas = r.audio_sigmas;
   shape.text_rows = r.text_features.defined() && r.text_features.ndim() == 2 ? r.text_features.dim(0) : 0;
   return shape;
 }
@@ -68,9 +71,11 @@ Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape)
   if (shape.text_rows < 1 || shape.text_rows > kMaxTextRows)
     return invalid_argument("the text conditioning has " + std::to_string(shape.text_rows) +
                             " rows; it must have 1 to " + std::to_string(kMaxTextRows) + " (--text-rows)");
-  // Two schedules with one grid: N grid points give N - 1 evaluations.
-  OROCHI_ASSIGN_OR_RETURN(plan.video_schedule, make_h3_schedule(shape.steps + 1, shape.video_shift));
-  OROCHI_ASSIGN_OR_RETURN(plan.audio_schedule, make_h3_schedule(shape.steps + 1, shape.audio_shift));
+  // Two schedules of steps + 1 grid points each, given or shifted (pipeline/sampling.h).
+  OROCHI_ASSIGN_OR_RETURN(plan.video_schedule,
+                          sampling_schedule(shape.steps, shape.video_shift, shape.video_sigmas, "--sigmas"));
+  OROCHI_ASSIGN_OR_RETURN(plan.audio_schedule,
+                          sampling_schedule(shape.steps, shape.audio_shift, shape.audio_sigmas, "--audio-sigmas"));
   LayoutRequest layout_request;
   layout_request.text_rows = shape.text_rows;
   layout_request.latent_frames = plan.geometry.latent_frames;

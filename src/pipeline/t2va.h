@@ -29,6 +29,7 @@ struct T2vaRequest {
   int64_t steps = 8;                          // denoiser evaluations (diffusers' num_inference_steps - 1)
   uint64_t seed = 0;                          // keys every noise tensor (counter-based: same on any device)
   double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
+  std::vector<double> video_sigmas, audio_sigmas;  // given grids (pipeline/sampling.h); empty: the shifted grid
   Tensor text_features;                       // f32 [L, text_dim]
   // fl2va: the keyframes' normalized VAE latents f32 [C, 1, h, w] (h3vae::encode_condition), one per
   // keyframe of the plan, in packed order; empty for t2va.
@@ -78,6 +79,8 @@ struct T2vaShape {
   double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
   int64_t text_rows = 0;
   std::vector<KeyframeAnchor> keyframes;  // fl2va: one conditioning frame per anchor, in packed order
+  // Given sigma grids of steps + 1 values each (pipeline/sampling.h); empty: the shifted grid.
+  std::vector<double> video_sigmas, audio_sigmas;
 };
 
 // What a request will do, before any work: sizes, layout, schedules, how many AdaLN tables. Made
@@ -91,8 +94,9 @@ struct T2vaPlan {
   int64_t table_timesteps = 0;
   int64_t steps = 0;  // denoiser evaluations: the shorter schedule's (equal unless a huge shift merged sigmas)
 };
-// Checks the shape (geometry errors name the nearest valid values; steps in [1, 1000]; text rows
-// in [1, 65536]; at most one first and one last keyframe, first before last).
+// Checks the shape (geometry errors name the nearest valid values; steps in [1, 1000]; a given
+// sigma grid as pipeline::sampling_schedule checks it; text rows in [1, 65536]; at most one first
+// and one last keyframe, first before last).
 Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape);
 T2vaShape shape_of(const T2vaRequest& request);  // text_rows from the features
 // What a GPU denoiser reserves for the plan's request: rows, text, video and audio rows, timesteps.

@@ -70,6 +70,7 @@ struct PlanRequest {
   int64_t vision_patches = 0;  // patches of the images and video frames the tower reads (0: no tower)
   int64_t steps = 8;        // denoiser evaluations
   double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
+  std::vector<double> video_sigmas, audio_sigmas;  // given grids (pipeline/sampling.h); empty: shifted
   std::vector<pipeline::KeyframeAnchor> keyframes;  // fl2va: one conditioning frame of rows each
 };
 

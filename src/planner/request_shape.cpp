@@ -11,8 +11,17 @@ namespace orochi::planner {
 Expected<RequestShape> request_shape(const ModelConfigs& models, const PlanRequest& request) {
   RequestShape s;
   // The layout and schedules as the run makes them: pipeline::plan_t2va, once.
-  const pipeline::T2vaShape t2va{request.width,       request.height,      request.frames,    request.steps,
-                                 request.video_shift, request.audio_shift, request.text_rows, request.keyframes};
+  pipeline::T2vaShape t2va;
+  t2va.width = request.width;
+  t2va.height = request.height;
+  t2va.frames = request.frames;
+  t2va.steps = request.steps;
+  t2va.video_shift = request.video_shift;
+  t2va.audio_shift = request.audio_shift;
+  t2va.video_sigmas = request.video_sigmas;
+  t2va.audio_sigmas = request.audio_sigmas;
+  t2va.text_rows = request.text_rows;
+  t2va.keyframes = request.keyframes;
   OROCHI_ASSIGN_OR_RETURN(s.t2va, pipeline::plan_t2va(models.transformer, t2va));
   s.geometry = s.t2va.geometry;
   const pipeline::PackedLayout& layout = s.t2va.layout;

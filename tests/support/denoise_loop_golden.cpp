@@ -19,6 +19,12 @@ weights::Checkpoint open_denoise_loop_golden() {
 }
 
 std::unique_ptr<DenoiseLoopCase> load_denoise_loop_case(const weights::Checkpoint& golden, const std::string& name) {
+  if (name == "fl2va") return load_denoise_loop_case(golden, name, {pipeline::KeyframeAnchor::kFirst});
+  return load_denoise_loop_case(golden, name, {});
+}
+
+std::unique_ptr<DenoiseLoopCase> load_denoise_loop_case(const weights::Checkpoint& golden, const std::string& name,
+                                                        const std::vector<pipeline::KeyframeAnchor>& keyframes) {
   auto c = std::make_unique<DenoiseLoopCase>();
   const std::string p = name + ".";
   // The script's sizes: 5 text rows, 3 x 4 x 6 latents, 4 audio latents per channel.
@@ -28,7 +34,7 @@ std::unique_ptr<DenoiseLoopCase> load_denoise_loop_case(const weights::Checkpoin
   r.latent_height = 4;
   r.latent_width = 6;
   r.audio_latents = 4;
-  if (name == "fl2va") r.keyframes = {pipeline::KeyframeAnchor::kFirst};
+  r.keyframes = keyframes;
   Expected<pipeline::PackedLayout> layout = pipeline::build_packed_layout(r);
   Expected<pipeline::H3Schedule> video = pipeline::make_h3_schedule(kDenoiseLoopSteps + 1, pipeline::kH3VideoShift);
   Expected<pipeline::H3Schedule> audio = pipeline::make_h3_schedule(kDenoiseLoopSteps + 1, pipeline::kH3AudioShift);

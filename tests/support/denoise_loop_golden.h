@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pipeline/denoise_loop.h"
 #include "weights/checkpoint.h"
@@ -28,5 +29,9 @@ weights::Checkpoint open_denoise_loop_golden();
 
 // Case "t2va" or "fl2va" (one "first" keyframe). Null after a failed ASSERT inside.
 std::unique_ptr<DenoiseLoopCase> load_denoise_loop_case(const weights::Checkpoint& golden, const std::string& name);
+// Any case of a golden made by that script's loop (make_h3_custom_sigmas.py's too), its keyframes
+// given; the schedules are the 3-step grids until the caller replaces them.
+std::unique_ptr<DenoiseLoopCase> load_denoise_loop_case(const weights::Checkpoint& golden, const std::string& name,
+                                                        const std::vector<pipeline::KeyframeAnchor>& keyframes);
 
 }  // namespace orochi::testing
