@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cpu/ops_conv3d.h"
+#include "backends/cuda/kernels/vae_encoder.h"
 #include "backends/cuda/ops_conv3d.h"
 #include "test_cuda_ops_support.h"
 
@@ -242,7 +243,11 @@ TEST_F(EncoderGpuOps, GroupNormPadMatchesGroupNormThenPadInBothLayouts) {
   };
   for (const Case& c : {Case{{8, 1, 6, 5}, 4, 0, 1, false, true}, Case{{16, 17, 9, 7}, 8, 2, 1, true, true},
                         Case{{128, 3, 64, 64}, 32, 2, 1, true, true}, Case{{32, 2, 4, 4}, 32, 2, 0, false, false},
-                        Case{{64, 2, 2, 3}, 32, 2, 1, true, false}, Case{{12, 2, 3, 2}, 4, 1, 1, false, true}})
+                        Case{{64, 2, 2, 3}, 32, 2, 1, true, false}, Case{{12, 2, 3, 2}, 4, 1, 1, false, true},
+                        // channels last, these take the coalesced path (C divides 1024, 4k channels per
+                        // group): several chunks per frame, cg 8 and 16, no pad, no front frames
+                        Case{{128, 2, 96, 80}, 32, 2, 1, true, true}, Case{{256, 2, 33, 17}, 32, 2, 1, false, true},
+                        Case{{512, 1, 8, 9}, 32, 0, 0, true, false}, Case{{128, 3, 2, 2}, 32, 1, 1, false, true}})
     for (VideoLayout l : kLayouts) {
       const size_t mark = arena().mark();
       const int64_t C = c.shape[0];
@@ -260,8 +265,12 @@ TEST_F(EncoderGpuOps, GroupNormPadMatchesGroupNormThenPadInBothLayouts) {
       ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor(cuda::video_shape(l, C, want.dim(1), want.dim(2), want.dim(3)),
                                                      DType::kF32));
       ASSERT_STATUS_OK(poison(dy, stream()));  // every position, zero frames included, must be written
+      // The arena has room for the coalesced path's statistics (else it would fall back untested).
+      ASSERT_LE(cuda::kernels::group_norm_pad_scratch_bytes(l == VideoLayout::kNdhwc, C, c.shape[1], c.shape[2],
+                                                            c.shape[3], c.groups),
+                arena().available());
       ASSERT_STATUS_OK(cuda::group_norm_pad(dx, c.in_bias ? dib : Tensor(), dw, db, c.groups, 1e-6f, c.silu, l, c.front,
-                                            c.pad, dy, stream()));
+                                            c.pad, dy, arena(), stream()));
       check_case("group_norm_pad", shape_to_string(c.shape) + " " + cuda::layout_name(l),
                  from_layout(to_host_f32(dy, stream()), l), want, 1e-5);
       arena().reset(mark);

@@ -129,6 +129,7 @@ TEST_F(EncoderGpu, BadInputIsAnError) {
   EXPECT_FALSE(dev->encode_moments(Tensor::empty({3, 1, 48, 24}, DType::kF32)).has_value());
   EXPECT_FALSE(dev->encode_moments(Tensor::empty({3, 2, 32, 24}, DType::kF32)).has_value());
   h3vae::gpu::GpuEncoderOptions legacy;
+  legacy.path = h3vae::gpu::EncoderPath::kPaddedCopies;
   legacy.device_tiles = true;
   EXPECT_FALSE(GpuVideoEncoder::create(weights_.config, 0, {1, 32, 24, 32, 24}, legacy).has_value());
   auto none = GpuVideoEncoder::create(weights_.config, 0, {1, 32, 24}, cuda::ConvMath::kF32);

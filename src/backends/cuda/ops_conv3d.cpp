@@ -144,7 +144,7 @@ Status encoder_tile_pad(const Tensor& clip, int64_t y0, int64_t x0, int64_t h, i
 
 Status group_norm_pad(const Tensor& x, const Tensor& in_bias, const Tensor& weight, const Tensor& bias, int64_t groups,
                       float eps, bool silu, VideoLayout layout, int64_t front, int64_t pad, const Tensor& out,
-                      cudaStream_t stream) {
+                      DeviceArena& scratch, cudaStream_t stream) {
   require_video(x, "group_norm_pad input");
   require_video(out, "group_norm_pad output");
   const VideoDims d = video_dims(x, layout), o = video_dims(out, layout);
@@ -170,11 +170,21 @@ Status group_norm_pad(const Tensor& x, const Tensor& in_bias, const Tensor& weig
                                 static_cast<size_t>(o.C), stream);
     OROCHI_RETURN_IF_ERROR(detail::launch_status(e, "group_norm_pad zero frames"));
   }
-  return detail::launch_status(
+  const bool cl = layout == VideoLayout::kNdhwc;
+  const size_t mark = scratch.mark();
+  const size_t scratch_bytes = kernels::group_norm_pad_scratch_bytes(cl, d.C, d.T, d.H, d.W, groups);
+  void* stats = nullptr;
+  if (scratch_bytes > 0) {  // without room the kernel takes its block-per-group path (same results, slower)
+    Expected<void*> got = scratch.allocate(scratch_bytes);
+    if (got) stats = *got;
+  }
+  const Status status = detail::launch_status(
       kernels::launch_group_norm_pad(f32_data(x), optional_f32(in_bias), f32_data(weight), f32_data(bias),
-                                     f32_data(out), layout == VideoLayout::kNdhwc, d.C, d.T, d.H, d.W, groups, eps,
-                                     silu, front, pad, stream),
+                                     f32_data(out), cl, d.C, d.T, d.H, d.W, groups, eps, silu, front, pad, stats,
+                                     stats ? scratch_bytes : 0, stream),
       "group_norm_pad kernel");
+  scratch.reset(mark);
+  return status;
 }
 
 Status bias_residual(const Tensor& a, const Tensor& a_bias, const Tensor& y, const Tensor& y_bias, VideoLayout layout,

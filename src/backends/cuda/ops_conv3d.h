@@ -65,9 +65,10 @@ Status encoder_tile_pad(const Tensor& clip, int64_t y0, int64_t x0, int64_t h, i
 // GroupNorm(x + in_bias[c]) per frame (+ SiLU) in its interior, the reflect border of `pad` (0 or 1)
 // and `front` zero frames; x [C, T, H, W], both in `layout`; in_bias optional (a conv's bias
 // folded into the norm that reads it: the same fp32 sum the reference normalizes).
+// Channels last, the statistics' scratch (a few MiB at most) comes from `scratch`, released after.
 Status group_norm_pad(const Tensor& x, const Tensor& in_bias, const Tensor& weight, const Tensor& bias, int64_t groups,
                       float eps, bool silu, VideoLayout layout, int64_t front, int64_t pad, const Tensor& out,
-                      cudaStream_t stream);
+                      DeviceArena& scratch, cudaStream_t stream);
 // out = (a + a_bias[c]) + (y + y_bias[c]) elementwise, every tensor of one shape in `layout`; a_bias,
 // y, y_bias optional (left out of the sum when undefined). out may be a. The resnet's tail
 // (shortcut(x) + conv2(h), each with its bias) and a conv's bias added in place.

@@ -1,5 +1,7 @@
 // The video VAE encoder's kernels around cuDNN's convolutions: the padded copy (reflect H/W, causal
 // zero frames), the per-frame GroupNorm (+ SiLU) and the residual add. All fp32, [C, T, H, W].
+#include <algorithm>
+
 #include "backends/cuda/kernels/device_helpers.cuh"
 #include "backends/cuda/kernels/vae_encoder.h"
 
@@ -199,6 +201,100 @@ __global__ void group_norm_pad_kernel(const float* __restrict__ x, const float* 
   }
 }
 
+// ---- Channels-last GroupNorm + pad in three coalesced kernels (group_norm_pad's fast path).
+// The block-per-(group, frame) kernel above reads a group's cg channels out of every C-float pixel
+// (16 of 512 bytes at cg = 4), three times; here the statistics pass reads each frame once as
+// float4 runs across the channels, and the normalize pass once more, both fully coalesced.
+
+// Welford's running (count, mean, M2), merged with Chan et al.'s formula (order fixed: deterministic).
+struct Moments {
+  float n = 0.0f, mean = 0.0f, m2 = 0.0f;
+};
+__device__ __forceinline__ Moments merge(Moments a, const Moments& b) {
+  if (b.n == 0.0f) return a;
+  if (a.n == 0.0f) return b;
+  const float n = a.n + b.n, d = b.mean - a.mean, wb = b.n / n;
+  a.mean += d * wb;
+  a.m2 += b.m2 + d * d * a.n * wb;
+  a.n = n;
+  return a;
+}
+
+constexpr int kStatsThreads = 256;  // x 4 floats: a thread's stride of 1024 floats keeps its channels
+constexpr int kMaxStatsChunks = 256;
+
+// Grid (chunks, T). Chunk k of frame t covers float4s [k·per, (k+1)·per) of the frame (per a
+// multiple of kStatsThreads, so thread i always reads channels 4i mod C .. +3, all in group
+// (4i mod C) / cg). Writes the chunk's per-group moments to parts[(t·chunks + k)·G + g].
+__global__ void group_stats_cl_kernel(const float4* __restrict__ x, const float* __restrict__ in_bias,
+                                      Moments* __restrict__ parts, int C, int cg, int64_t frame4, int64_t per) {
+  __shared__ Moments shared[kStatsThreads];
+  const int k = blockIdx.x, t = blockIdx.y, chunks = gridDim.x, G = C / cg;
+  const int c = (threadIdx.x * 4) % C;
+  float4 bias = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (in_bias) bias = make_float4(in_bias[c], in_bias[c + 1], in_bias[c + 2], in_bias[c + 3]);
+  const float4* frame = x + static_cast<int64_t>(t) * frame4;
+  const int64_t end = min(frame4, (k + 1) * per);
+  Moments m;
+  for (int64_t q = k * per + threadIdx.x; q < end; q += kStatsThreads) {
+    float4 v = frame[q];
+    v.x += bias.x, v.y += bias.y, v.z += bias.z, v.w += bias.w;
+    Moments b;  // the four values' own moments, then merged
+    b.n = 4.0f;
+    b.mean = ((v.x + v.y) + (v.z + v.w)) * 0.25f;
+    const float dx = v.x - b.mean, dy = v.y - b.mean, dz = v.z - b.mean, dw = v.w - b.mean;
+    b.m2 = (dx * dx + dy * dy) + (dz * dz + dw * dw);
+    m = merge(m, b);
+  }
+  shared[threadIdx.x] = m;
+  __syncthreads();
+  for (int g = threadIdx.x; g < G; g += kStatsThreads) {
+    Moments total;
+    for (int i = 0; i < kStatsThreads; ++i)
+      if ((i * 4) % C / cg == g) total = merge(total, shared[i]);
+    parts[(static_cast<int64_t>(t) * chunks + k) * G + g] = total;
+  }
+}
+
+// One thread per (frame, group): the chunks merged in order into (mean, rstd).
+__global__ void group_stats_finish_kernel(const Moments* __restrict__ parts, float2* __restrict__ stats, int T, int G,
+                                          int chunks, float eps) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= T * G) return;
+  const int t = i / G, g = i % G;
+  Moments m;
+  for (int k = 0; k < chunks; ++k) m = merge(m, parts[(static_cast<int64_t>(t) * chunks + k) * G + g]);
+  stats[i] = make_float2(m.mean, rsqrtf(m.m2 / m.n + eps));
+}
+
+// One thread per float4 of the padded output's T interior frames [T, Hp, Wp, C] (the front frames
+// are the caller's): the mirrored source pixel, normalized with its group's statistics.
+__global__ void group_norm_apply_pad_cl_kernel(const float4* __restrict__ x, const float* __restrict__ in_bias,
+                                               const float* __restrict__ w, const float* __restrict__ b,
+                                               const float2* __restrict__ stats, float4* __restrict__ y, int C, int cg,
+                                               int T, int H, int W, int front, int pad, bool silu, int64_t total4) {
+  const int C4 = C / 4, G = C / cg, Hp = H + 2 * pad, Wp = W + 2 * pad;
+  for (int64_t k = first_index(); k < total4; k += grid_stride()) {
+    const int c4 = static_cast<int>(k % C4);
+    int64_t r = k / C4;
+    const int j = static_cast<int>(r % Wp);
+    r /= Wp;
+    const int i = static_cast<int>(r % Hp), t = static_cast<int>(r / Hp);
+    const int c = c4 * 4;
+    const float2 s = stats[t * G + c / cg];
+    float4 v = x[((static_cast<int64_t>(t) * H + mirror32(i - pad, H)) * W + mirror32(j - pad, W)) * C4 + c4];
+    float* e = &v.x;
+    for (int u = 0; u < 4; ++u) {
+      float val = e[u];
+      if (in_bias) val += in_bias[c + u];
+      const float scale = s.y * w[c + u], shift = b[c + u] - s.x * scale;
+      val = val * scale + shift;
+      e[u] = silu ? silu_f32(val) : val;
+    }
+    y[((static_cast<int64_t>(t + front) * Hp + i) * Wp + j) * C4 + c4] = v;
+  }
+}
+
 __global__ void bias_residual_kernel(const float* a, const float* __restrict__ a_bias,
                                      const float* __restrict__ y, const float* __restrict__ y_bias, float* out,
                                      bool channels_last, int C, int plane, int n) {
@@ -248,10 +344,48 @@ cudaError_t launch_encoder_pad_to(const float* x, bool in_channels_last, const f
                                    top, bottom, left, right, stream);
 }
 
+namespace {
+bool group_norm_pad_coalesced(const float* x, const float* y, bool channels_last, int64_t C, int64_t groups) {
+  const int64_t cg = groups > 0 ? C / groups : 0;
+  return channels_last && C % 4 == 0 && 1024 % C == 0 && cg % 4 == 0 && aligned16(x) && aligned16(y);
+}
+int64_t group_stats_chunks(int64_t H, int64_t W, int64_t C) {
+  const int64_t frame4 = H * W * C / 4, per_min = int64_t{kStatsThreads} * 8;  // >= 8 float4s per thread
+  return std::max<int64_t>(1, std::min<int64_t>(kMaxStatsChunks, (frame4 + per_min - 1) / per_min));
+}
+}  // namespace
+
+size_t group_norm_pad_scratch_bytes(bool channels_last, int64_t C, int64_t T, int64_t H, int64_t W, int64_t groups) {
+  if (!channels_last || groups < 1 || C % groups != 0) return 0;
+  return static_cast<size_t>(T * group_stats_chunks(H, W, C) * groups) * sizeof(Moments) +
+         static_cast<size_t>(T * groups) * sizeof(float2) + 256;
+}
+
 cudaError_t launch_group_norm_pad(const float* x, const float* in_bias, const float* w, const float* b, float* y,
                                   bool channels_last, int64_t C, int64_t T, int64_t H, int64_t W, int64_t groups,
-                                  float eps, bool silu, int64_t front, int64_t pad, cudaStream_t stream) {
+                                  float eps, bool silu, int64_t front, int64_t pad, void* scratch, size_t scratch_bytes,
+                                  cudaStream_t stream) {
   if (C == 0 || T == 0 || H == 0 || W == 0) return cudaSuccess;
+  if (scratch && group_norm_pad_coalesced(x, y, channels_last, C, groups) && (pad == 0 || pad == 1) && T <= 65535 &&
+      scratch_bytes >= group_norm_pad_scratch_bytes(channels_last, C, T, H, W, groups)) {
+    const int64_t chunks = group_stats_chunks(H, W, C), frame4 = H * W * C / 4;
+    const int64_t per = (frame4 + chunks * kStatsThreads - 1) / (chunks * kStatsThreads) * kStatsThreads;
+    Moments* parts = static_cast<Moments*>(scratch);
+    float2* stats = reinterpret_cast<float2*>(
+        (reinterpret_cast<uintptr_t>(parts + T * chunks * groups) + 15) / 16 * 16);
+    const int Ci = static_cast<int>(C), cg = static_cast<int>(C / groups), G = static_cast<int>(groups);
+    group_stats_cl_kernel<<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(T)), kStatsThreads, 0, stream>>>(
+        reinterpret_cast<const float4*>(x), in_bias, parts, Ci, cg, frame4, per);
+    const int tg = static_cast<int>(T * groups);
+    group_stats_finish_kernel<<<(tg + 127) / 128, 128, 0, stream>>>(parts, stats, static_cast<int>(T), G,
+                                                                     static_cast<int>(chunks), eps);
+    const int64_t total4 = T * (H + 2 * pad) * (W + 2 * pad) * C / 4;
+    group_norm_apply_pad_cl_kernel<<<grid_for(total4), 256, 0, stream>>>(
+        reinterpret_cast<const float4*>(x), in_bias, w, b, stats, reinterpret_cast<float4*>(y), Ci, cg,
+        static_cast<int>(T), static_cast<int>(H), static_cast<int>(W), static_cast<int>(front), static_cast<int>(pad),
+        silu, total4);
+    return cudaGetLastError();
+  }
   if (groups > 65535 || T > 65535 || (pad != 0 && pad != 1) ||
       C * (T + front) * (H + 2 * pad) * (W + 2 * pad) >= (int64_t{1} << 31))
     return cudaErrorInvalidConfiguration;

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace orochi::cuda::kernels {
@@ -38,9 +39,15 @@ cudaError_t launch_encoder_window_pad(const float* x, bool in_channels_last, con
 // Per-frame GroupNorm (+ SiLU) of (x + in_bias[c]) (in_bias may be null), x [C, T, H, W], written into
 // the interior of y [C, front + T, H + 2·pad, W + 2·pad] (same layout) with the reflect border of
 // `pad` (0 or 1) filled from the same values; the front frames are the caller's (left untouched).
+// Channels last with `scratch` of group_norm_pad_scratch_bytes() (and C dividing 1024, groups of a
+// multiple of 4 channels, 16-byte aligned x and y) it takes the coalesced three-kernel path;
+// otherwise one block per (group, frame).
 cudaError_t launch_group_norm_pad(const float* x, const float* in_bias, const float* w, const float* b, float* y,
                                   bool channels_last, int64_t C, int64_t T, int64_t H, int64_t W, int64_t groups,
-                                  float eps, bool silu, int64_t front, int64_t pad, cudaStream_t stream);
+                                  float eps, bool silu, int64_t front, int64_t pad, void* scratch, size_t scratch_bytes,
+                                  cudaStream_t stream);
+// The scratch the coalesced path needs (per-chunk partial moments and per-(frame, group) statistics).
+size_t group_norm_pad_scratch_bytes(bool channels_last, int64_t C, int64_t T, int64_t H, int64_t W, int64_t groups);
 // out = (a + a_bias[c]) + (y + y_bias[c]) elementwise over [C, T, H, W] in either layout; a_bias,
 // y and y_bias may be null (then left out of the sum). out may be a.
 cudaError_t launch_bias_residual(const float* a, const float* a_bias, const float* y, const float* y_bias,

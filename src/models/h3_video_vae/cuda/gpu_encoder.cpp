@@ -571,7 +571,8 @@ Expected<Tensor> GpuVideoEncoder::encode_padded_fused(const Tensor& padded_in, i
   auto norm_padded = [&](const GroupNormWeights& n, const Tensor& in, const Tensor& in_bias) -> Expected<Tensor> {
     const cuda::VideoDims d = cuda::video_dims(in, L);
     Tensor p = view(r[1], d.C, d.T + front, d.H + 2, d.W + 2);
-    OROCHI_RETURN_IF_ERROR(cuda::group_norm_pad(in, in_bias, n.weight, n.bias, groups, eps, true, L, front, 1, p, stream_));
+    OROCHI_RETURN_IF_ERROR(cuda::group_norm_pad(in, in_bias, n.weight, n.bias, groups, eps, true, L, front, 1, p,
+                                                *activation_arena_, stream_));
     mark("norm + pad");
     return p;
   };

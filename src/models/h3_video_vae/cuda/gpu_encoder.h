@@ -56,17 +56,19 @@ const char* encoder_path_name(EncoderPath path);
 
 struct GpuEncoderOptions {
   cuda::ConvMath math = cuda::ConvMath::kTf32;
-  // kFusedNcdhw by measurement (bench/RESULTS.md, 2026-12-01 session 14, one H200, TF32): the
-  // 124x1344x768 video 13.88 s vs 16.22 s padded copies (NDHWC + device tiles 12.80 s, but its
-  // GroupNorm+pad kernel is slow and it needs the clip size); the 3648x2048 image 1.105 s vs 1.320 s
-  // (NDHWC 1.49-1.55 s).
-  EncoderPath path = EncoderPath::kFusedNcdhw;
+  // kFusedNdhwc by measurement (bench/RESULTS.md, 2026-12-02 session 15, one H200, TF32, after the
+  // coalesced channels-last GroupNorm+pad): the 124x1344x768 video 12.91 s vs 14.94 s fused NCDHW
+  // and 16.82 s padded copies (diffusers 14.24 s); the 3648x2048 image 1.098 s vs 1.115 s. With
+  // ConvMath::kF32 fused NCDHW is faster (image 2.374 s vs 2.579 s): choose it there.
+  EncoderPath path = EncoderPath::kFusedNdhwc;
   // Time cuDNN's algorithms per conv shape on first use and keep the fastest (Conv3dRunner's
   // autotune: faster, but runs may differ in the last bits).
   bool autotune = false;
   // encode_moments uploads each clip once and cuts its tiles on the GPU (encoder_tile_pad) instead
   // of slicing every tile on the host and uploading it; the stitch stays on the host (the same
-  // stitch_tiles). Fused paths only; the plan grows by one clip of pixels.
+  // stitch_tiles). Fused paths only; the plan grows by one clip of pixels. Off by default because it
+  // needs the clip's frame size in the tile shape (max_tile_shape()); callers that have it turn it
+  // on: the video above takes 9.37 s with it (0.66x diffusers) instead of 12.91 s.
   bool device_tiles = false;
 };
 
