@@ -4,7 +4,7 @@
 # build deps (never into the repo).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-packages=(cmake ninja-build g++ pkg-config libgtest-dev nlohmann-json3-dev
+packages=(cmake ninja-build g++ pkg-config libgtest-dev nlohmann-json3-dev libcpp-httplib-dev
           libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev ffmpeg)
 missing=()
 for p in "${packages[@]}"; do

@@ -31,7 +31,7 @@ using Result = testing::CliResult;
 Result run(const std::string& args) { return testing::run_orochi(args); }
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-const std::vector<std::string> kTopics = {"generate", "plan", "forward", "inspect", "bench dit", "bench text"};
+const std::vector<std::string> kTopics = {"generate", "plan", "forward", "inspect", "bench dit", "bench text", "serve"};
 
 TEST(CliHelp, EveryCommandAnswersHelpAndDashHAndHelpCmd) {
   for (const std::string& topic : kTopics) {

@@ -12,5 +12,6 @@ int run_bench(const std::vector<std::string>& args);
 int run_bench_text(const std::vector<std::string>& args);
 int run_generate(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);
 
 }  // namespace orochi::apps

@@ -2,7 +2,27 @@
 
 #include <cstdio>
 
+#include "apps/request_limits.h"
+#include "planner/parallel_choice.h"
+
 namespace orochi::apps {
+
+void add_engine_options(std::set<std::string>& valued) {
+  valued.insert({"device", "gpus", "parallel", "comm-timeout", "set"});
+}
+
+Expected<EngineCli> parse_engine_cli(const Args& args, bool quiet, const std::string& who) {
+  EngineCli cli;
+  // Where it runs, how GPUs share it and the switches are the engine's to check (Engine::open).
+  cli.device = args.get("device", "");  // empty: the engine decides (the CPU for the demo)
+  OROCHI_ASSIGN_OR_RETURN(cli.gpus, args.get_int("gpus", 1, limits::kGpusMin, limits::kGpusMax));
+  OROCHI_ASSIGN_OR_RETURN(cli.comm_timeout_s, args.get_int("comm-timeout", 60, 1, 7 * 24 * 3600));
+  cli.parallel = args.get("parallel", planner::kDefaultParallel);
+  cli.set = args.get("set", "");
+  cli.quiet = quiet;
+  cli.who = who;
+  return cli;
+}
 
 Expected<engine::EngineOptions> engine_options_from(const EngineCli& cli) {
   engine::EngineOptions o;

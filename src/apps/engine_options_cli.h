@@ -3,8 +3,10 @@
 // variables of the environment), and where the engine's notes go.
 #pragma once
 
+#include <set>
 #include <string>
 
+#include "apps/args.h"
 #include "core/status.h"
 #include "engine/engine_options.h"
 
@@ -19,6 +21,13 @@ struct EngineCli {
   bool quiet = false;  // notes dropped
   std::string who;     // the notes' prefix: "orochi generate"
 };
+
+// Adds --device, --gpus, --parallel, --comm-timeout and --set to a command's valued options.
+void add_engine_options(std::set<std::string>& valued);
+
+// Those options' values (limits: apps/request_limits.h; the engine checks the rest in open()).
+// `quiet` and `who` are the command's.
+Expected<EngineCli> parse_engine_cli(const Args& args, bool quiet, const std::string& who);
 
 // Switches from the environment first, then --set over them (the command line wins).
 Expected<engine::EngineOptions> engine_options_from(const EngineCli& cli);

@@ -1,39 +1,16 @@
 #include "apps/generate_options.h"
 
-#include <cmath>
-#include <cstdlib>
-#include "planner/parallel_choice.h"
-
 #include "apps/args.h"
+#include "apps/model_source_options.h"
 #include "apps/reference_options.h"
 #include "apps/request_limits.h"
 #include "io/mp4.h"
 #include "io/output_file.h"
-#include "models/h3/weights.h"
 #include "pipeline/prompt_features.h"
 #include "pipeline/sampling.h"
 #include "pipeline/video_geometry.h"
 
 namespace orochi::apps {
-
-// FILE or FILE:STRENGTH; a suffix after the last ':' that is not a number belongs to the path.
-Expected<engine::LoraSource> parse_lora_option(const std::string& value) {
-  engine::LoraSource l{value, 1.0f};
-  const size_t colon = value.rfind(':');
-  if (colon != std::string::npos && colon + 1 < value.size()) {
-    const std::string tail = value.substr(colon + 1);
-    char* end = nullptr;
-    const float s = std::strtof(tail.c_str(), &end);
-    if (end == tail.c_str() + tail.size()) {
-      if (!std::isfinite(s) || s < -16.0f || s > 16.0f)
-        return usage_error("--lora " + value + ": strength must be a finite number in [-16, 16], got " + tail);
-      l.path = value.substr(0, colon);
-      l.strength = s;
-    }
-  }
-  if (l.path.empty()) return usage_error("--lora takes FILE[:STRENGTH], got '" + value + "'");
-  return l;
-}
 
 Expected<std::vector<double>> parse_sigma_list(const std::string& flag, const std::string& text) {
   std::vector<double> values;
@@ -79,31 +56,21 @@ Expected<pipeline::Sampling> parse_sampling_options(const Args& args, int64_t de
 }
 
 Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = {"text-features", "width", "height", "frames", "seed",
-                                  "out", "crf", "prompt", "device",
-                                  "text-rows", "text-layer", "gpus", "parallel", "comm-timeout", "set",
-                                  "transformer", "transformer-config", "qkv-order"};
-  std::set<std::string> repeatable = {"lora"};
-  valued.insert("lora");
+  std::set<std::string> valued = {"text-features", "width", "height", "frames", "seed", "out", "crf", "prompt",
+                                  "text-rows", "text-layer"};
+  std::set<std::string> flags = {"json", "quiet"}, repeatable;
+  add_model_source_options(valued, flags, repeatable);
+  add_engine_options(valued);
   add_sampling_options(valued);
   add_reference_options(valued, repeatable);
-  OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv, valued, {"json", "quiet", "random-weights"}, repeatable));
-  if (args.positionals().size() > 1)
-    return usage_error("generate takes at most one MODEL_DIR, got " + std::to_string(args.positionals().size()) +
-                            " positional arguments");
+  OROCHI_ASSIGN_OR_RETURN(Args args, Args::parse(argv, valued, flags, repeatable));
   GenerateOptions o;
-  if (!args.positionals().empty()) o.model_dir = args.positionals()[0];
+  OROCHI_ASSIGN_OR_RETURN(o.source, parse_model_source(args, "generate"));
+  OROCHI_ASSIGN_OR_RETURN(o.engine, parse_engine_cli(args, args.has("quiet"), "orochi generate"));
   if (args.has("text-features")) o.text_features = args.get("text-features", "");
   if (args.has("prompt")) o.prompt = args.get("prompt", "");
   OROCHI_ASSIGN_OR_RETURN(o.text_layer, args.get_int("text-layer", pipeline::kH3TextLayer, 1, 1 << 20));
-  o.random_weights = args.has("random-weights");
-  const bool demo = !o.model_dir && !o.random_weights;
-  // Where it runs, how GPUs share it and the switches are the engine's to check (Engine::open).
-  o.device = args.get("device", "");  // empty: the engine decides (the CPU for the demo)
-  OROCHI_ASSIGN_OR_RETURN(o.gpus, args.get_int("gpus", 1, limits::kGpusMin, limits::kGpusMax));
-  OROCHI_ASSIGN_OR_RETURN(o.comm_timeout_s, args.get_int("comm-timeout", 60, 1, 7 * 24 * 3600));
-  o.parallel = args.get("parallel", planner::kDefaultParallel);
-  o.set = args.get("set", "");
+  const bool demo = !o.source.dir && !o.source.random_weights;
   OROCHI_ASSIGN_OR_RETURN(o.text_rows,
                           args.get_int("text-rows", demo ? 32 : 256, limits::kTextRowsMin, limits::kTextRowsMax));
   OROCHI_ASSIGN_OR_RETURN(o.width,
@@ -121,16 +88,6 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   OROCHI_ASSIGN_OR_RETURN(ReferenceOptions refs, parse_reference_options(args));
   o.references = std::move(refs.references);
   o.ref_size = refs.ref_size;
-  if (args.has("transformer")) o.transformer_file = args.get("transformer", "");
-  if (args.has("transformer-config")) o.transformer_config = args.get("transformer-config", "");
-  o.qkv_order = args.get("qkv-order", "auto");
-  if (Status s = h3::parse_qkv_order(o.qkv_order).status(); !s.is_ok()) return s;
-  if ((o.transformer_config || o.qkv_order != "auto") && !o.transformer_file)
-    return usage_error("--transformer-config and --qkv-order describe a --transformer FILE");
-  for (const std::string& v : args.get_all("lora")) {
-    OROCHI_ASSIGN_OR_RETURN(engine::LoraSource lora, parse_lora_option(v));
-    o.loras.push_back(std::move(lora));
-  }
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/args.h"
+#include "apps/engine_options_cli.h"
 #include "core/status.h"
 #include "engine/engine_options.h"
 #include "engine/generate_request.h"
@@ -16,7 +17,9 @@
 namespace orochi::apps {
 
 struct GenerateOptions {
-  std::optional<std::string> model_dir, text_features, prompt;
+  engine::ModelSource source;  // MODEL_DIR and the model-source options (apps/model_source_options.h)
+  EngineCli engine;            // --device, --gpus, --parallel, --comm-timeout, --set (apps/engine_options_cli.h)
+  std::optional<std::string> text_features, prompt;
   int64_t text_layer = 0;
   int64_t width = 0, height = 0, frames = 0, crf = 18;
   uint64_t seed = 0;  // every value in [0, 2^64 - 1]
@@ -24,28 +27,16 @@ struct GenerateOptions {
   // not given); checked by parsing, resolved by the engine (pipeline::resolve_sampling).
   pipeline::Sampling sampling;
   std::string out;
-  std::string device;            // cpu, cuda:N; empty: the engine's default (engine::EngineOptions)
-  int64_t gpus = 1;              // GPUs from --device on that share the denoiser
-  std::string parallel = "auto"; // how they share it (the planner's vocabulary; the engine checks it)
-  int64_t comm_timeout_s = 60;   // deadline of every collective
-  std::string set;               // --set NAME=VALUE[,...]: run switches (the engine checks them)
   int64_t text_rows = 0;
-  bool json = false, quiet = false, random_weights = false;
+  bool json = false, quiet = false;
   bool canvas_given = false;     // --width or --height on the command line (fl2va's canvas follows its keyframe otherwise)
   std::vector<engine::ReferenceInput> references;  // --image ... --ref-audio, in command-line order
   engine::RefSize ref_size = engine::RefSize::k2048;
-  std::optional<std::string> transformer_file;    // --transformer FILE (ComfyUI single file)
-  std::optional<std::string> transformer_config;  // --transformer-config FILE
-  std::string qkv_order = "auto";                 // --qkv-order auto|interleaved|thirds
-  std::vector<engine::LoraSource> loras;  // --lora FILE[:STRENGTH], in command-line order
 };
 
 // The engine's request for these options: with fl2va keyframes and no --width/--height, the canvas
 // is left to the engine (0 x 0: the first keyframe's aspect).
 engine::GenerateRequest request_of(const GenerateOptions& o);
-
-// `--lora FILE[:STRENGTH]` (strength 1 when absent).
-Expected<engine::LoraSource> parse_lora_option(const std::string& value);
 
 // The schedule options as asked (parse_sigma_list for the lists), every check of
 // pipeline::resolve_sampling applied (usage errors); `generate` and `plan` share them.

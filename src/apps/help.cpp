@@ -198,6 +198,37 @@ constexpr const char* kBenchTextHelp =
     "                    --layers layers) to the safetensors file PATH (for scripts/device/compare_qwen3vl_full.py)\n"
     "  --help, -h        this text\n";
 
+constexpr const char* kServeHelp =
+    "usage: orochi serve [MODEL_DIR] [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-key-file F]\n"
+    "                    [--jobs-dir orochi-jobs] [--media-root DIR] [--queue-max 16] [--max-upload-mb 256]\n"
+    "                    [--crf 18] [--quiet] [generate's model-source and engine options]\n"
+    "  the model loaded once and kept; video jobs over HTTP as the OpenAI videos API (POST /v1/videos,\n"
+    "  GET /v1/videos[/{id}[/content|/events]], DELETE /v1/videos/{id}, GET /v1/models, GET /health) and a\n"
+    "  page at / to use it from a browser (README.md: `orochi serve`, a curl example per route)\n"
+    "  MODEL_DIR              as generate: a MiniMax-H3 folder; without it the built-in demo model (CPU)\n"
+    "  --host H               the address to listen on (default 127.0.0.1: this machine only); another\n"
+    "                         address without --api-key is served with a warning\n"
+    "  --port P               0 to 65535 (default 8000; 0: a free port, printed on stdout)\n"
+    "  --api-key KEY          every route but / and /health needs 'Authorization: Bearer KEY'\n"
+    "  --api-key-file F       the key from F's first line (keeps it out of the process list)\n"
+    "  --jobs-dir DIR         each job's request, status, uploads, video and report, in DIR/<id>/ (default\n"
+    "                         orochi-jobs; created, its parent must exist); at start, finished jobs are\n"
+    "                         listed again and jobs a stop interrupted are marked failed (not re-run)\n"
+    "  --media-root DIR       requests may name reference files by path relative to DIR (never outside\n"
+    "                         it); without it only uploaded files are taken\n"
+    "  --queue-max N          jobs waiting at most, 1 to 100000 (default 16); more get 429. Jobs run one\n"
+    "                         at a time\n"
+    "  --max-upload-mb N      a multipart request's size at most, 1 to 1048576 MiB (default 256); JSON\n"
+    "                         bodies 1 MiB\n"
+    "  --crf Q                the videos' H.264 quality 0 to 51 (default 18)\n"
+    "  --random-weights --transformer FILE --transformer-config F --qkv-order O --lora FILE[:STRENGTH]\n"
+    "                         the model source, as generate takes it (LoRAs merged once, at start)\n"
+    "  --device D --gpus N --parallel MODE --comm-timeout S --set NAME=VALUE[,...]\n"
+    "                         where and how it runs, as generate takes them\n"
+    "  --quiet                no engine notes on stderr\n"
+    "  --help, -h             this text\n"
+    "  stops on SIGINT / SIGTERM; a job running then is marked failed at the next start\n";
+
 constexpr const char* kHelpHelp =
     "usage: orochi help [COMMAND]\n"
     "  the overview, or one command's options with their defaults and limits; `orochi COMMAND --help`\n"
@@ -214,7 +245,7 @@ const char* const kExitCodesHelp =
 
 const std::vector<std::string>& help_topics() {
   static const std::vector<std::string> topics = {"generate", "plan",      "forward",    "inspect",
-                                                  "bench",    "bench dit", "bench text", "help",
+                                                  "bench",    "bench dit", "bench text", "serve", "help",
                                                   "switches"};
   return topics;
 }
@@ -228,6 +259,7 @@ std::string command_help(const std::string& command) {
   if (command == "bench") text = kBenchHelp;
   if (command == "bench dit") text = kBenchDitHelp;
   if (command == "bench text") text = kBenchTextHelp;
+  if (command == "serve") text = kServeHelp;
   if (command == "help") text = kHelpHelp;
   if (command == "switches") return switches_help();
   if (text == nullptr) return "";
@@ -255,6 +287,7 @@ std::string general_help() {
              "  plan             memory plan per GPU and phase for a request (no weights loaded)\n"
              "  bench dit|text   time the H3 denoiser (dit) or the Qwen3-VL text stack (text) on a GPU with\n"
              "                   random weights of the real shapes\n"
+             "  serve [DIR]      keep the model loaded and take video jobs over HTTP (OpenAI videos API, a page at /)\n"
              "  help [COMMAND]   this text, or a command's options and their limits; help switches: the run switches\n"
              "limits: canvas " OROCHI_CANVAS_LIMITS "; " OROCHI_FRAMES_LIMITS ";\n"
              "  steps " OROCHI_STEPS_LIMITS "; seed " OROCHI_SEED_LIMITS "; text rows " OROCHI_TEXT_ROWS_LIMITS "\n") +

@@ -40,6 +40,7 @@ int dispatch(const std::string& command, const std::vector<std::string>& args) {
   if (command == "inspect") return orochi::apps::run_inspect(args);
   if (command == "forward") return orochi::apps::run_forward(args);
   if (command == "bench") return orochi::apps::run_bench(args);
+  if (command == "serve") return orochi::apps::run_serve(args);
   std::fprintf(stderr, "orochi: usage error: unknown command '%s'\n%s", command.c_str(),
                orochi::apps::general_help().c_str());
   return 2;
