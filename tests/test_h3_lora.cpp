@@ -205,6 +205,32 @@ TEST(H3Lora, MergeEqualsExplicitUpdateAndLeavesOthersAlone) {
   EXPECT_EQ(changed, 7);
 }
 
+// The GPU path keeps the checkpoint's bf16 views on the host: their merge stays bf16 and equals the
+// f32 merge rounded once (what uploading that f32 merge would give the GPU), bit for bit.
+TEST(H3Lora, Bf16WeightsMergeToTheRoundedF32Merge) {
+  const h3::H3Config c = config();
+  testing::TempDir dir("lora");
+  const std::string path = write(dir, "l.safetensors", write_format(make_reference(c, 5), c, Fmt::kDiffusers));
+  Expected<h3::H3Lora> lora = h3::read_lora(path, c);
+  ASSERT_TRUE(lora.has_value()) << lora.status().to_string();
+  h3::H3Weights f32 = h3::random_weights(c, 11), bf16 = h3::random_weights(c, 11);
+  auto to_bf16 = h3::linear_weights(bf16), rounded = h3::linear_weights(f32);
+  for (size_t p = 0; p < to_bf16.size(); ++p) {
+    *to_bf16[p].second = to_bf16[p].second->to(DType::kBF16);
+    *rounded[p].second = to_bf16[p].second->to(DType::kF32);  // the same values in f32
+  }
+  ASSERT_TRUE(h3::merge_lora(f32, *lora, 1.3f).is_ok());
+  ASSERT_TRUE(h3::merge_lora(bf16, *lora, 1.3f).is_ok());
+  auto a = h3::linear_weights(f32), b = h3::linear_weights(bf16);
+  int merged = 0;
+  for (size_t p = 0; p < a.size(); ++p) {
+    ASSERT_EQ(b[p].second->dtype(), DType::kBF16) << b[p].first;
+    EXPECT_TRUE(same_bytes(a[p].second->to(DType::kBF16), *b[p].second)) << b[p].first;
+    merged += a[p].second->dtype() == DType::kF32 ? 1 : 0;
+  }
+  EXPECT_EQ(merged, static_cast<int>(a.size()));
+}
+
 TEST(H3Lora, StrengthZeroIsBitIdentical) {
   const h3::H3Config c = config();
   testing::TempDir dir("lora");

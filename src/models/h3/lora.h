@@ -54,7 +54,9 @@ Expected<H3Lora> read_lora(const std::string& path, const H3Config& config,
                            LoraPartition partition = LoraPartition::kTransformer);
 
 // W += strength · scale · up·down for every delta, computed in f32; a merged parameter becomes a
-// fresh f32 tensor (the stored one, possibly a read-only bf16 view of a file, is not written).
+// fresh tensor (the stored one, possibly a read-only bf16 view of a file, is not written): bf16 when
+// the stored one is bf16 (rounded once from the f32 sum, as the GPU upload of an f32 merge would
+// round), f32 otherwise. Rows run in parallel (OpenMP), with the same sums on any thread count.
 // Strength 0 changes nothing (the weights stay bit-identical). A non-finite strength is refused.
 Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength);
 
