@@ -52,45 +52,8 @@ namespace {
 
 constexpr float kLayerNormEps = 1e-5f;
 
-struct BufferSizes {
-  int64_t wave = 0, signal = 0, col = 0, rows = 0;
-};
-
-int64_t padded_samples(const AudioVaeConfig& c, int64_t samples) {
-  return latents_for_samples(c, samples) * c.encoder_hop_length();
-}
-
-// Elements of the buffers for up to `batch` items of `samples` samples.
-BufferSizes buffer_sizes(const AudioVaeConfig& c, int64_t samples, int64_t batch) {
-  BufferSizes s;
-  int64_t L = padded_samples(c, samples);
-  s.wave = batch * L;
-  s.signal = batch * L * c.encoder_dim;
-  int64_t im2col = batch * L * 7, width = 7;  // conv_in
-  for (int64_t i = 0; i < c.num_encoder_blocks(); ++i) {
-    const int64_t half = c.encoder_block_channels(i) / 2, stride = c.encoder_rates[i];
-    s.signal = std::max(s.signal, batch * L * half);
-    im2col = std::max(im2col, batch * L * kEncoderResidualKernel * half);
-    width = std::max(width, kEncoderResidualKernel * half);
-    L /= stride;
-    s.signal = std::max(s.signal, batch * L * 2 * half);
-    im2col = std::max(im2col, batch * L * 2 * stride * half);
-    width = std::max(width, 2 * stride * half);
-  }
-  const int64_t trunk = c.encoder_block_channels(c.num_encoder_blocks() - 1);
-  s.signal = std::max(s.signal, batch * L * c.latent_dim);
-  im2col = std::max(im2col, batch * L * 3 * trunk);
-  width = std::max(width, 3 * trunk);
-  // No more scratch than the largest im2col needs, no less than its widest row.
-  s.col = std::max(width, std::min(im2col, kIm2colScratchFloats));
-  s.rows = batch * L;  // B · A
-  return s;
-}
-
-size_t bytes_of(int64_t elements) {
-  const size_t a = cuda::DeviceArena::kAlignment;
-  return (static_cast<size_t>(elements) * sizeof(float) + a - 1) / a * a;
-}
+static_assert(kEncoderArenaAlignment == cuda::DeviceArena::kAlignment,
+              "encoder_memory.h sizes the arenas with the DeviceArena's alignment");
 
 Tensor view(const Tensor& flat, const Shape& shape) {
   const int64_t n = shape_numel(shape);
@@ -129,24 +92,6 @@ class Uploader {
 
 }  // namespace
 
-size_t audio_encoder_weight_bytes(const AudioVaeConfig& config) {
-  size_t bytes = 0;
-  for (const TensorSpec& spec : encoder_tensors(config)) {
-    const std::string& n = spec.name;
-    if (n.size() >= 9 && n.compare(n.size() - 9, 9, ".weight_g") == 0) continue;  // folded into weight_v's size
-    bytes += bytes_of(shape_numel(spec.shape));
-  }
-  return bytes + 4 * cuda::DeviceArena::kAlignment;  // the three biases become one tensor; slack
-}
-
-size_t audio_encoder_activation_bytes(const AudioVaeConfig& c, int64_t max_samples, int64_t max_batch) {
-  const BufferSizes s = buffer_sizes(c, max_samples, max_batch);
-  const int64_t in = c.latent_dim, out = c.latent_channels;
-  return bytes_of(s.wave) + 3 * bytes_of(s.signal) + bytes_of(s.col) + bytes_of(s.rows * in) +
-         bytes_of(s.rows * 3 * in) + 7 * bytes_of(s.rows * out) + 2 * bytes_of(s.rows * 2 * out) +
-         cuda::DeviceArena::kAlignment;
-}
-
 GpuAudioEncoder::GpuAudioEncoder() = default;
 
 Expected<std::unique_ptr<GpuAudioEncoder>> GpuAudioEncoder::create(const AudioVaeConfig& config, int device,
@@ -181,7 +126,7 @@ Expected<std::unique_ptr<GpuAudioEncoder>> GpuAudioEncoder::create(const AudioVa
       e->activation_arena_,
       cuda::DeviceArena::create(device, audio_encoder_activation_bytes(config, max_samples, max_batch),
                                 "audio VAE encoder activations"));
-  const BufferSizes s = buffer_sizes(config, max_samples, max_batch);
+  const EncoderBufferSizes s = encoder_buffer_sizes(config, max_samples, max_batch);
   const int64_t in = config.latent_dim, out = config.latent_channels;
   cuda::DeviceArena& arena = *e->activation_arena_;
   auto buf = std::make_unique<EncoderBuffers>();
@@ -213,6 +158,9 @@ GpuAudioEncoder::~GpuAudioEncoder() {
 
 size_t GpuAudioEncoder::weight_bytes() const { return weight_arena_ ? weight_arena_->used() : 0; }
 size_t GpuAudioEncoder::activation_bytes_used() const { return activation_arena_ ? activation_arena_->used() : 0; }
+size_t GpuAudioEncoder::reserved_bytes() const {
+  return (weight_arena_ ? weight_arena_->capacity() : 0) + (activation_arena_ ? activation_arena_->capacity() : 0);
+}
 
 Status GpuAudioEncoder::upload(const AudioEncoderWeights& host) {
   if (!same_encoder(host.config, config_))

@@ -24,6 +24,7 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
 #include "models/h3_audio_vae/config.h"
+#include "models/h3_audio_vae/encoder_memory.h"
 #include "models/h3_audio_vae/encoder_weights.h"
 
 namespace orochi::h3_audio::gpu {
@@ -31,14 +32,8 @@ namespace orochi::h3_audio::gpu {
 struct EncoderBuffers;          // gpu_audio_encoder.cpp
 struct GpuAudioEncoderWeights;  // gpu_audio_encoder.cpp
 
-// Elements of the im2col scratch (64 MiB): a convolution's im2col is built and multiplied in pieces
-// of as many output steps as fit.
-inline constexpr int64_t kIm2colScratchFloats = int64_t{16} << 20;
-
-// Bytes of the weight arena for `config`'s encoder, and of the activation arena for encodes of up
-// to `max_batch` items of `max_samples` samples each.
-size_t audio_encoder_weight_bytes(const AudioVaeConfig& config);
-size_t audio_encoder_activation_bytes(const AudioVaeConfig& config, int64_t max_samples, int64_t max_batch);
+// The arenas' sizes (audio_encoder_weight_bytes, audio_encoder_activation_bytes) and the im2col
+// scratch (kIm2colScratchFloats) are encoder_memory.h's: CPU arithmetic the planner shares.
 
 class GpuAudioEncoder {
  public:
@@ -70,6 +65,8 @@ class GpuAudioEncoder {
   cudaStream_t stream() const { return stream_; }
   size_t weight_bytes() const;
   size_t activation_bytes_used() const;
+  // What create() reserved: the weight and activation arenas' capacities (the plan's figures).
+  size_t reserved_bytes() const;
 
  private:
   GpuAudioEncoder();

@@ -12,57 +12,8 @@
 namespace orochi::h3vae::gpu {
 namespace {
 
-// The largest activation (padded copies included) a tile of T x H x W frames goes through, in floats.
-int64_t tile_max_elems(const VideoVaeConfig& c, int64_t T, int64_t H, int64_t W) {
-  int64_t most = 0;
-  auto track = [&](int64_t ch, int64_t t, int64_t h, int64_t w) { most = std::max(most, ch * t * h * w); };
-  int64_t C = c.in_channels;
-  track((C + 3) / 4 * 4, T + 2, H + 2, W + 2);  // conv_in's padded input (channels last: rounded up to 4)
-  C = c.block_out_channels[0];
-  track(C, T, H, W);
-  for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
-    const int64_t out = c.block_out_channels[i];
-    for (int64_t j = 0; j < c.layers_per_block; ++j) {
-      track(C, T + 2, H + 2, W + 2);    // the first conv's padded input
-      track(out, T + 2, H + 2, W + 2);  // the second's
-      track(out, T, H, W);
-      C = out;
-    }
-    const int64_t sf = c.spatial_downsample_factors[i], tf = c.temporal_downsample_factors[i];
-    if (sf * tf > 1) {
-      const int64_t extra = sf == 2 ? 1 : 0;
-      track(C, T + 2, H + extra, W + extra);
-      T = (T + 2 - 3) / tf + 1;
-      H = (H + extra - 3) / sf + 1;
-      W = (W + extra - 3) / sf + 1;
-      track(C, T, H, W);
-    }
-  }
-  track(C, T + 2, H + 2, W + 2);  // conv_out's padded input
-  track(2 * c.latent_channels, T, H, W);
-  return most;
-}
-
-constexpr int kBuffers = 5;  // state, normed / shortcut, conv output, padded copy, one spare
-constexpr size_t kAlign = cuda::DeviceArena::kAlignment;
-
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-// cuDNN's 3-D algorithms want workspace; the allowance scales with the activations, within [64 MiB, 2 GiB].
-size_t workspace_allowance(int64_t max_elems) {
-  return std::clamp<size_t>(static_cast<size_t>(max_elems) * 4 * 2, size_t{64} << 20, size_t{2} << 30);
-}
-
-// Every parameter, plus the last temporal tap of every 3x3x3 kernel (single frames use only that one).
-size_t weight_arena_bytes(const VideoVaeConfig& config) {
-  size_t bytes = 1 << 20;
-  for (const ParamSpec& s : encoder_parameters(config)) {
-    const size_t n = static_cast<size_t>(shape_numel(s.shape));
-    bytes += aligned(n * 4);
-    if (s.shape.size() == 5 && s.shape[2] == 3) bytes += aligned(n / 3 * 4);
-  }
-  return bytes;
-}
+static_assert(kEncoderArenaAlignment == cuda::DeviceArena::kAlignment,
+              "encoder_memory.h sizes the arenas with the DeviceArena's alignment");
 
 // w[:, :, kt − 1] of a host kernel [Cout, Cin, kt, kh, kw] as [Cout, Cin, 1, kh, kw].
 Tensor last_temporal_tap(const Tensor& w) {
@@ -171,35 +122,9 @@ struct GpuVideoEncoder::DeviceWeights : EncoderWeights {
 };
 
 struct GpuVideoEncoder::Buffers {
-  void* region[kBuffers] = {};
+  void* region[kEncoderActivationBuffers] = {};
   int64_t elems = 0;  // floats per region
 };
-
-Expected<EncoderTileShape> max_tile_shape(const VideoVaeConfig& config, const EncodeOptions& options, int64_t frames,
-                                          int64_t height, int64_t width) {
-  OROCHI_RETURN_IF_ERROR(config.validate_encoder());
-  OROCHI_RETURN_IF_ERROR(options.validate(config));
-  if (frames < 1 || height < 1 || width < 1 || height % config.spatial_ratio != 0 || width % config.spatial_ratio != 0)
-    return invalid_argument("max_tile_shape: " + std::to_string(frames) + " frames of " + std::to_string(width) +
-                            "x" + std::to_string(height) + " px: need >= 1 frame and sides multiple of " +
-                            std::to_string(config.spatial_ratio));
-  const TilePlan plan = options.plan(config, height, width);
-  return EncoderTileShape{frames == 1 ? 1 : config.clip_length, plan.rows.lengths[0], plan.cols.lengths[0], height,
-                          width};
-}
-
-namespace {
-int64_t clip_elems(const VideoVaeConfig& config, const EncoderTileShape& tile) {
-  return config.in_channels * tile.frames * tile.clip_height * tile.clip_width;
-}
-}  // namespace
-
-size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile,
-                                const GpuEncoderOptions& options) {
-  const int64_t elems = tile_max_elems(config, tile.frames, tile.height, tile.width);
-  const size_t clip = options.device_tiles ? aligned(static_cast<size_t>(clip_elems(config, tile)) * 4) : 0;
-  return kBuffers * aligned(static_cast<size_t>(elems) * 4) + workspace_allowance(elems) + clip + 5 * kAlign;
-}
 
 Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVaeConfig& config, int device,
                                                                    const EncoderTileShape& max_tile,
@@ -225,20 +150,24 @@ Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVa
   OROCHI_ASSIGN_OR_RETURN(e->conv_, cuda::Conv3dRunner::create(e->stream_, options.math));
   e->conv_->set_autotune(options.autotune);
   OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
-                          cuda::DeviceArena::create(device, weight_arena_bytes(config), "video VAE encoder weights"));
+                          cuda::DeviceArena::create(device, encoder_weight_arena_bytes(config), "video VAE encoder weights"));
   OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
                           cuda::DeviceArena::create(device, encoder_activation_bytes(config, max_tile, options),
                                                     "video VAE encoder tile activations"));
   e->buf_ = std::make_unique<Buffers>();
-  e->buf_->elems = tile_max_elems(config, max_tile.frames, max_tile.height, max_tile.width);
+  e->buf_->elems = encoder_tile_max_elems(config, max_tile.frames, max_tile.height, max_tile.width);
   for (void*& r : e->buf_->region) {
     OROCHI_ASSIGN_OR_RETURN(r, e->activation_arena_->allocate(static_cast<size_t>(e->buf_->elems) * 4));
   }
   if (options.device_tiles) {
-    e->clip_elems_ = clip_elems(config, max_tile);
+    e->clip_elems_ = encoder_clip_elems(config, max_tile);
     OROCHI_ASSIGN_OR_RETURN(e->clip_, e->activation_arena_->allocate(static_cast<size_t>(e->clip_elems_) * 4));
   }
   return e;
+}
+
+size_t GpuVideoEncoder::reserved_bytes() const {
+  return (weight_arena_ ? weight_arena_->capacity() : 0) + (activation_arena_ ? activation_arena_->capacity() : 0);
 }
 
 GpuVideoEncoder::~GpuVideoEncoder() {
@@ -359,7 +288,7 @@ Expected<Tensor> GpuVideoEncoder::encode_tile(const Tensor& x) {
   if (!x.defined() || x.dtype() != DType::kF32 || x.ndim() != 4 || x.dim(0) != config_.in_channels)
     return invalid_argument("GpuVideoEncoder::encode_tile takes host f32 [3, T, h, w], got " +
                             (x.defined() ? x.describe() : std::string("nothing")));
-  if (x.dim(1) > max_tile_.frames || tile_max_elems(config_, x.dim(1), x.dim(2), x.dim(3)) > buf_->elems)
+  if (x.dim(1) > max_tile_.frames || encoder_tile_max_elems(config_, x.dim(1), x.dim(2), x.dim(3)) > buf_->elems)
     return invalid_argument("a tile " + x.describe() + " is larger than this GpuVideoEncoder was created for (" +
                             std::to_string(max_tile_.frames) + " x " + std::to_string(max_tile_.height) + " x " +
                             std::to_string(max_tile_.width) + "): create it with max_tile_shape() of the input");
@@ -459,7 +388,7 @@ Expected<Tensor> GpuVideoEncoder::encode_moments_device_tiles(const Tensor& x, c
                             "): create it with max_tile_shape() of the input");
   for (int64_t i = 0; i < plan.rows.count(); ++i)
     for (int64_t j = 0; j < plan.cols.count(); ++j)
-      if (tile_max_elems(config_, Tc, plan.rows.lengths[i], plan.cols.lengths[j]) > buf_->elems)
+      if (encoder_tile_max_elems(config_, Tc, plan.rows.lengths[i], plan.cols.lengths[j]) > buf_->elems)
         return invalid_argument("the tiles of " + x.describe() + " are larger than this GpuVideoEncoder was created for");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   const Tensor input = x.contiguous();

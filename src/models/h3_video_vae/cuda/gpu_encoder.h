@@ -23,7 +23,8 @@
 //
 // Memory is planned: one arena for the weights (about 0.72 GB in the release), one for a tile's
 // activations (five buffers of the largest padded activation plus room for cuDNN's workspace),
-// sized at create() for the largest tile; encoding allocates no device memory.
+// sized at create() for the largest tile by encoder_memory.h (the planner's encode phase uses the same
+// functions); encoding allocates no device memory.
 //
 // Not thread-safe: one encoder per GPU and thread.
 #pragma once
@@ -37,19 +38,13 @@
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/ops_conv3d.h"
 #include "models/h3_video_vae/encoder.h"
+#include "models/h3_video_vae/encoder_memory.h"
 
 namespace orochi::h3vae::gpu {
 
-// The largest tile encode_moments() meets: frames (1 or clip_length) x tile height x tile width.
-// clip_height x clip_width: the whole frame (GpuEncoderOptions::device_tiles keeps a clip of it on the
-// device); 0 when unknown.
-struct EncoderTileShape {
-  int64_t frames = 1, height = 0, width = 0;
-  int64_t clip_height = 0, clip_width = 0;
-};
-// For pixels of F frames at H x W encoded with `options`; an error when the input or options are invalid.
-Expected<EncoderTileShape> max_tile_shape(const VideoVaeConfig& config, const EncodeOptions& options, int64_t frames,
-                                          int64_t height, int64_t width);
+// The tile shape and the arenas' sizes are encoder_memory.h's (CPU arithmetic the planner shares).
+using ::orochi::h3vae::EncoderTileShape;
+using ::orochi::h3vae::max_tile_shape;
 
 enum class EncoderPath { kPaddedCopies, kFusedNcdhw, kFusedNdhwc };
 const char* encoder_path_name(EncoderPath path);
@@ -81,10 +76,9 @@ struct EncoderStageTime {
 };
 
 // Bytes of the activation arena for tiles up to `tile` (cuDNN workspace allowance included).
-size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile,
-                                const GpuEncoderOptions& options);
-inline size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile) {
-  return encoder_activation_bytes(config, tile, GpuEncoderOptions{});
+inline size_t encoder_activation_bytes(const VideoVaeConfig& config, const EncoderTileShape& tile,
+                                       const GpuEncoderOptions& options = {}) {
+  return encoder_activation_arena_bytes(config, tile, options.device_tiles);
 }
 
 class GpuVideoEncoder {
@@ -132,6 +126,8 @@ class GpuVideoEncoder {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   size_t weight_bytes() const { return weight_arena_ ? weight_arena_->used() : 0; }
+  // What create() reserved: the weight and activation arenas' capacities (the plan's figures).
+  size_t reserved_bytes() const;
   size_t activation_peak_bytes() const { return activation_arena_ ? activation_arena_->peak() : 0; }
 
  private:
