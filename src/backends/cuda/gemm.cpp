@@ -4,44 +4,14 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <span>
 #include <string>
 
+#include "backends/cuda/cublaslt_util.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/op_checks.h"
 
 namespace orochi::cuda {
-namespace {
-
-Status cublas_status(cublasStatus_t s, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return Status(ErrorCode::kIo, std::string(what) + " failed: " + cublasLtGetStatusName(s) + " (" +
-                                    cublasLtGetStatusString(s) + ")");
-}
-
-#define OROCHI_CUBLAS_RETURN_IF_ERROR(call) OROCHI_RETURN_IF_ERROR(cublas_status((call), #call))
-
-uint32_t alignment_of(const void* p) {
-  const auto address = reinterpret_cast<uintptr_t>(p);
-  if (address == 0) return 256;
-  return static_cast<uint32_t>(std::min<uintptr_t>(uintptr_t{1} << std::countr_zero(address), 256));
-}
-
-template <typename T>
-cublasStatus_t set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
-  return cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof value);
-}
-template <typename T>
-cublasStatus_t set_layout(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, const T& value) {
-  return cublasLtMatrixLayoutSetAttribute(layout, attr, &value, sizeof value);
-}
-template <typename T>
-cublasStatus_t set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
-  return cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof value);
-}
-
-}  // namespace
 
 // cuBLAS is column-major, and a row-major [R, C] buffer is the column-major matrix [C, R]. So we ask
 // for y^T = w · x^T: A = w's buffer (column-major [K, N], ld = w's row stride, K when contiguous)
@@ -95,36 +65,15 @@ GemmRunner::~GemmRunner() {
 }
 
 Expected<int> GemmRunner::fastest_candidate(const Plan& plan, const void* candidates, int count, const Operands& op) {
-  const auto* results = static_cast<const cublasLtMatmulHeuristicResult_t*>(candidates);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start));
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop));
   // Timing must not add into y over and over: candidates are timed with beta 0, which computes
   // the same product, so an accumulating plan is tuned as the plain one would be.
   const float alpha = 1.0f, beta = 0.0f;
-  int best = 0;
-  float best_ms = 0;
-  for (int i = 0; i < count; ++i) {
-    if (results[i].workspaceSize > workspace_bytes_) continue;
-    float total_ms = 0;
-    bool ok = true;
-    for (int rep = 0; rep < 4 && ok; ++rep) {  // one warm-up, three timed
-      ok = cudaEventRecord(start, op.stream) == cudaSuccess &&
-           cublasLtMatmul(handle_, plan.desc, &alpha, op.w, plan.a, op.x, plan.b, &beta, op.y, plan.d, op.y, plan.d,
-                          &results[i].algo, workspace_, results[i].workspaceSize, op.stream) == CUBLAS_STATUS_SUCCESS &&
-           cudaEventRecord(stop, op.stream) == cudaSuccess && cudaEventSynchronize(stop) == cudaSuccess;
-      float ms = 0;
-      if (ok && rep > 0 && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess) total_ms += ms;
-    }
-    if (ok && (i == 0 || total_ms < best_ms)) {
-      best = i;
-      best_ms = total_ms;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGetLastError();  // a candidate that failed to launch must not poison later checks
-  return best;
+  return cuda::fastest_candidate(static_cast<const cublasLtMatmulHeuristicResult_t*>(candidates), count,
+                                 workspace_bytes_, op.stream, [&](const cublasLtMatmulHeuristicResult_t& r) {
+                                   return cublasLtMatmul(handle_, plan.desc, &alpha, op.w, plan.a, op.x, plan.b, &beta,
+                                                         op.y, plan.d, op.y, plan.d, &r.algo, workspace_,
+                                                         r.workspaceSize, op.stream) == CUBLAS_STATUS_SUCCESS;
+                                 });
 }
 
 Expected<GemmRunner::Plan*> GemmRunner::plan_for(const Key& key, const void* bias, const Operands& operands) {
