@@ -72,7 +72,6 @@ async function loadModel() {
     const models = await api("/v1/models");
     const m = models.data[0];
     $("model").textContent = m.id + " on " + m.device + (m.demo ? " (the built-in demo model: random weights, noise-like video)" : "");
-    $("size").placeholder = m.defaults.size; $("frames").placeholder = m.defaults.frames; $("steps").placeholder = m.defaults.steps;
     for (const w of m.workflows) if (w.built) for (const e of document.getElementsByClassName(w.name)) e.classList.remove("hidden");
   } catch (e) { $("model").textContent = e.message; }
 }
@@ -139,7 +138,7 @@ function onEvent(id, type, data) {
   if (id !== watching) return;
   if (type === "progress") {
     $("progress").value = data.progress;
-    const unit = data.stage === "denoise" ? "step" : "chunk";
+    const unit = data.stage === "denoise" ? "step" : data.stage === "video decode" ? "chunk" : "pass";
     let line = data.stage + " " + data.done + "/" + data.total;
     if (data.seconds_per_unit) line += ", " + data.seconds_per_unit.toFixed(2) + " s/" + unit;
     if (data.eta_seconds) line += ", ETA " + data.eta_seconds.toFixed(1) + " s";
