@@ -1,5 +1,6 @@
 #include "pipeline/t2va.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -36,7 +37,79 @@ Tensor stack_rows(const std::vector<Tensor>& parts) {
 }
 
 
+// The packed layout of a shape: ref2va's with references, else t2va's with its keyframes; the text
+// rows tagged as the shape says (all 1 without tags).
+Expected<PackedLayout> layout_of(const h3::H3Config& config, const T2vaShape& shape, const VideoGeometry& geometry) {
+  const std::vector<int64_t> tags =
+      shape.text_tags.empty() ? std::vector<int64_t>(static_cast<size_t>(shape.text_rows), 1) : shape.text_tags;
+  if (!shape.references.empty()) {
+    Ref2vaLayoutRequest r;
+    r.text_tags = tags;
+    r.latent_frames = geometry.latent_frames;
+    r.latent_height = geometry.latent_height;
+    r.latent_width = geometry.latent_width;
+    r.audio_latents = geometry.audio_latents;
+    r.audio_channels = kAudioChannels;
+    r.patch_h = config.patch_size[1];
+    r.patch_w = config.patch_size[2];
+    r.references = shape.references;
+    OROCHI_ASSIGN_OR_RETURN(Ref2vaLayout layout, build_ref2va_layout(r));
+    return std::move(layout.packed);
+  }
+  LayoutRequest r;
+  r.text_rows = shape.text_rows;
+  r.latent_frames = geometry.latent_frames;
+  r.latent_height = geometry.latent_height;
+  r.latent_width = geometry.latent_width;
+  r.audio_latents = geometry.audio_latents;
+  r.audio_channels = kAudioChannels;
+  r.patch_h = config.patch_size[1];
+  r.patch_w = config.patch_size[2];
+  r.keyframes = shape.keyframes;
+  OROCHI_ASSIGN_OR_RETURN(PackedLayout layout, build_packed_layout(r));
+  std::copy(tags.begin(), tags.end(), layout.token_tags.data<int64_t>());  // text rows come first
+  return layout;
+}
+
+// The conditions a plan reserves, in packed order: each visual condition's latent shape
+// [C, T, h, w] (a keyframe: one frame on the target grid) and each audio-bearing reference's rows.
+struct ConditionShapes {
+  std::vector<Shape> latents;
+  std::vector<int64_t> audio_rows;
+};
+ConditionShapes condition_shapes(const T2vaPlan& plan) {
+  ConditionShapes c;
+  const int64_t C = plan.model.in_channels;
+  for (size_t i = 0; i < plan.shape.keyframes.size(); ++i)
+    c.latents.push_back({C, 1, plan.geometry.latent_height, plan.geometry.latent_width});
+  for (const ReferenceGeometry& g : plan.shape.references) {
+    if (g.kind != ReferenceKind::kAudio) c.latents.push_back({C, g.latent_frames, g.latent_height, g.latent_width});
+    if (g.audio_latents > 0) c.audio_rows.push_back(kAudioChannels * g.audio_latents);
+  }
+  return c;
+}
+
 }  // namespace
+
+RowCounts row_counts(const T2vaPlan& plan) {
+  RowCounts n;
+  const PackedLayout& layout = plan.layout;
+  n.text = layout.text_indices.numel();
+  n.target_video = layout.video_indices.numel() - layout.condition_video_rows;
+  n.target_audio = layout.audio_indices.numel() - layout.condition_audio_rows;
+  if (!plan.shape.keyframes.empty()) n.keyframes = layout.condition_video_rows;
+  for (const ReferenceGeometry& g : plan.shape.references) {
+    const int64_t visual = g.latent_frames * (g.latent_height / plan.model.patch_size[1]) *
+                           (g.latent_width / plan.model.patch_size[2]);
+    const int64_t audio = kAudioChannels * g.audio_latents;
+    switch (g.kind) {
+      case ReferenceKind::kImage: ++n.images, n.image_rows += visual; break;
+      case ReferenceKind::kVideo: ++n.videos, n.video_rows += visual, n.soundtrack_rows += audio; break;
+      case ReferenceKind::kAudio: ++n.audio_clips, n.audio_clip_rows += audio; break;
+    }
+  }
+  return n;
+}
 
 T2vaShape shape_of(const T2vaRequest& r) {
   T2vaShape shape;
@@ -68,25 +141,21 @@ Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape)
   if (keys.size() > 2 || (keys.size() == 2 && (keys[0] != KeyframeAnchor::kFirst || keys[1] != KeyframeAnchor::kLast)))
     return invalid_argument("fl2va takes at most one first keyframe (--image) and one last keyframe (--last-image), "
                             "the first before the last");
+  if (!keys.empty() && !shape.references.empty())
+    return invalid_argument("a request takes keyframes (fl2va: --image, --last-image) or references (ref2va: "
+                            "--ref-image, --ref-video, --ref-audio), not both");
   if (shape.text_rows < 1 || shape.text_rows > kMaxTextRows)
     return invalid_argument("the text conditioning has " + std::to_string(shape.text_rows) +
                             " rows; it must have 1 to " + std::to_string(kMaxTextRows) + " (--text-rows)");
+  if (!shape.text_tags.empty() && static_cast<int64_t>(shape.text_tags.size()) != shape.text_rows)
+    return invalid_argument("the text conditioning has " + std::to_string(shape.text_rows) + " rows and " +
+                            std::to_string(shape.text_tags.size()) + " tags; give one tag per row");
   // Two schedules of steps + 1 grid points each, given or shifted (pipeline/sampling.h).
   OROCHI_ASSIGN_OR_RETURN(plan.video_schedule,
                           sampling_schedule(shape.steps, shape.video_shift, shape.video_sigmas, "--sigmas"));
   OROCHI_ASSIGN_OR_RETURN(plan.audio_schedule,
                           sampling_schedule(shape.steps, shape.audio_shift, shape.audio_sigmas, "--audio-sigmas"));
-  LayoutRequest layout_request;
-  layout_request.text_rows = shape.text_rows;
-  layout_request.latent_frames = plan.geometry.latent_frames;
-  layout_request.latent_height = plan.geometry.latent_height;
-  layout_request.latent_width = plan.geometry.latent_width;
-  layout_request.audio_latents = plan.geometry.audio_latents;
-  layout_request.audio_channels = kAudioChannels;
-  layout_request.patch_h = config.patch_size[1];
-  layout_request.patch_w = config.patch_size[2];
-  layout_request.keyframes = shape.keyframes;
-  OROCHI_ASSIGN_OR_RETURN(plan.layout, build_packed_layout(layout_request));
+  OROCHI_ASSIGN_OR_RETURN(plan.layout, layout_of(config, shape, plan.geometry));
   const TimestepPlan tables = plan_timesteps(plan.layout, plan.video_schedule, plan.audio_schedule);
   plan.table_timesteps = tables.timesteps.numel();
   plan.steps = tables.steps();
@@ -102,22 +171,30 @@ Expected<DenoiseRequest> denoise_inputs(const T2vaRequest& request, const T2vaPl
                           std::to_string(config.text_dim) + "] as planned, got " +
                           (text.defined() ? text.describe() : std::string("nothing")));
   const VideoGeometry& geometry = plan.geometry;
-  const size_t keyframes = plan.shape.keyframes.size();
-  if (request.condition_latents.size() != keyframes)
-    return shape_mismatch("the plan reserves " + std::to_string(keyframes) + " keyframe conditioning frame(s), the "
-                          "request carries " + std::to_string(request.condition_latents.size()) + " latent(s)");
+  const ConditionShapes wanted = condition_shapes(plan);
+  const char* condition = plan.shape.references.empty() ? "keyframe" : "visual reference";
+  if (request.condition_latents.size() != wanted.latents.size())
+    return shape_mismatch("the plan reserves " + std::to_string(wanted.latents.size()) + " " + condition +
+                          " condition(s), the request carries " + std::to_string(request.condition_latents.size()) +
+                          " latent(s)");
+  if (request.condition_audio_rows.size() != wanted.audio_rows.size())
+    return shape_mismatch("the plan reserves " + std::to_string(wanted.audio_rows.size()) +
+                          " reference audio block(s), the request carries " +
+                          std::to_string(request.condition_audio_rows.size()));
   const PatchSize patch{config.patch_size[0], config.patch_size[1], config.patch_size[2]};
-  // Conditioning first (D PrepareConditionLatentsStep: one draw per condition, then the anchor mix
-  // t·z + (1 − t)·ε at t = 0.999, then patchify), then the target's noise as the pipeline draws it:
-  // the video as a latent tensor, then patchified; the audio directly in row layout.
+  // Conditioning first (D PrepareConditionLatentsStep: one draw per visual condition, then the anchor
+  // mix t·z + (1 − t)·ε at t = 0.999, then patchify), then the target's noise as the pipeline draws
+  // it: the video as a latent tensor, then patchified; the audio directly in row layout. Reference
+  // audio rows go in clean, before the target's (D Ref2VAPrepareLatentsStep).
   std::vector<Tensor> video_parts;
-  for (size_t i = 0; i < keyframes; ++i) {
+  for (size_t i = 0; i < wanted.latents.size(); ++i) {
     const Tensor& z = request.condition_latents[i];
-    const Shape want = {config.in_channels, 1, geometry.latent_height, geometry.latent_width};
+    const Shape& want = wanted.latents[i];
     if (!z.defined() || z.dtype() != DType::kF32 || z.shape() != want)
-      return shape_mismatch("keyframe " + std::to_string(i + 1) + "'s latent must be f32 " + shape_to_string(want) +
-                            " (the canvas " + std::to_string(geometry.width) + "x" + std::to_string(geometry.height) +
-                            "), got " + (z.defined() ? z.describe() : std::string("nothing")));
+      return shape_mismatch(std::string(condition) + " " + std::to_string(i + 1) + "'s latent must be f32 " +
+                            shape_to_string(want) + " as planned (the target canvas is " +
+                            std::to_string(geometry.width) + "x" + std::to_string(geometry.height) + "), got " +
+                            (z.defined() ? z.describe() : std::string("nothing")));
     const Tensor noise = normal_tensor(want, request.seed, kConditionNoiseStream + i);
     OROCHI_ASSIGN_OR_RETURN(Tensor rows,
                             patchify_video_latents(h3_scale_noise(z.contiguous(), kConditionTimestep, noise), patch));
@@ -134,8 +211,19 @@ Expected<DenoiseRequest> denoise_inputs(const T2vaRequest& request, const T2vaPl
   d.audio_schedule = &plan.audio_schedule;
   d.text = text;
   d.video_rows = stack_rows(video_parts);
-  d.audio_rows = normal_tensor({kAudioChannels * geometry.audio_latents, config.audio_in_channels}, request.seed,
-                               kAudioNoiseStream);  // [2A, C]
+  std::vector<Tensor> audio_parts;
+  for (size_t i = 0; i < wanted.audio_rows.size(); ++i) {
+    const Tensor& rows = request.condition_audio_rows[i];
+    const Shape want = {wanted.audio_rows[i], config.audio_in_channels};
+    if (!rows.defined() || rows.dtype() != DType::kF32 || rows.shape() != want)
+      return shape_mismatch("reference audio block " + std::to_string(i + 1) + " must be f32 " +
+                            shape_to_string(want) + " as planned, got " +
+                            (rows.defined() ? rows.describe() : std::string("nothing")));
+    audio_parts.push_back(rows.contiguous());
+  }
+  audio_parts.push_back(normal_tensor({kAudioChannels * geometry.audio_latents, config.audio_in_channels},
+                                      request.seed, kAudioNoiseStream));  // [2A, C]
+  d.audio_rows = stack_rows(audio_parts);
   return d;
 }
 
@@ -154,6 +242,8 @@ Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_va
   result.geometry = geometry;
   result.packed_rows = layout.rows;
   result.condition_rows = layout.condition_video_rows;
+  result.condition_audio_rows = layout.condition_audio_rows;
+  result.rows = row_counts(plan);
   OROCHI_ASSIGN_OR_RETURN(const DenoiseRequest denoise_request, denoise_inputs(request, plan));
   result.text_rows = request.text_features.dim(0);
   const PatchSize patch{config.patch_size[0], config.patch_size[1], config.patch_size[2]};
@@ -172,7 +262,7 @@ Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_va
   else denoiser.release();
   OROCHI_RETURN_IF_ERROR(cancelled("the video decode"));
 
-  // Video: cut the keyframe conditioning rows off (D AfterDenoiseStep), unpack the target rows,
+  // Video: cut the conditioning rows off (D AfterDenoiseStep), unpack the target rows,
   // decode, to pixels.
   const auto t_video = Clock::now();
   const Tensor target_rows =
@@ -188,10 +278,12 @@ Expected<T2vaResult> run_t2va(models::Denoiser& denoiser, VideoDecoder& video_va
   OROCHI_ASSIGN_OR_RETURN(result.frames, h3vae::to_pixel_frames(decoded));  // [F, 3, H, W]
   result.times.video_decode_s = seconds_since(t_video);
 
-  // Audio: the channel-major rows are the mono VAE's batch of two.
+  // Audio: the reference rows cut off; the channel-major rows are the mono VAE's batch of two.
   OROCHI_RETURN_IF_ERROR(cancelled("the audio decode"));
   const auto t_audio = Clock::now();
-  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_latents, audio_rows_to_batch(denoised.audio_rows, kAudioChannels));
+  const Tensor target_audio =
+      denoised.audio_rows.slice(0, layout.condition_audio_rows, denoised.audio_rows.dim(0)).contiguous();
+  OROCHI_ASSIGN_OR_RETURN(const Tensor audio_latents, audio_rows_to_batch(target_audio, kAudioChannels));
   OROCHI_ASSIGN_OR_RETURN(result.waveform, audio_vae.decode(audio_latents));  // [2, 800·A]
   OROCHI_RETURN_IF_ERROR(check_finite(result.waveform, "the audio decode (" + audio_vae.device_name() + ")"));
   result.sample_rate = audio_vae.sample_rate();

@@ -2,7 +2,9 @@
 // layout -> noise -> denoising loop (video shift 12, audio shift 3, one forward per step) -> unpack ->
 // video VAE decode (temporal chunks, spatial tiles) and audio VAE decode -> pixels and waveform.
 // fl2va (pipeline/fl2va.h) is the same run with keyframe conditioning rows in front of the target
-// video (MODELS_H3.md §1.6): the plan's layout reserves them, the request carries their latents.
+// video (MODELS_H3.md §1.6), ref2va (pipeline/ref2va.h) with reference blocks in front of the
+// target audio and video (REF2VA.md §5): the plan's layout reserves them, the request carries their
+// latents.
 #pragma once
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include "pipeline/decoders.h"
 #include "pipeline/denoise_loop.h"
 #include "pipeline/packed_layout.h"
+#include "pipeline/ref2va_layout.h"
 #include "pipeline/scheduler_h3.h"
 #include "pipeline/video_geometry.h"
 
@@ -31,16 +34,19 @@ struct T2vaRequest {
   double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
   std::vector<double> video_sigmas, audio_sigmas;  // given grids (pipeline/sampling.h); empty: the shifted grid
   Tensor text_features;                       // f32 [L, text_dim]
-  // fl2va: the keyframes' normalized VAE latents f32 [C, 1, h, w] (h3vae::encode_condition), one per
-  // keyframe of the plan, in packed order; empty for t2va.
+  // The conditions the plan reserves, in packed order: fl2va's keyframes as normalized VAE latents
+  // f32 [C, 1, h, w], ref2va's images and videos as f32 [C, T_r, h_r, w_r] (h3vae::encode_condition);
+  // ref2va's soundtracks and clips as normalized audio rows f32 [2a, C_a], channel-major. Empty for t2va.
   std::vector<Tensor> condition_latents;
+  std::vector<Tensor> condition_audio_rows;
 };
 
 // Noise streams of a request's seed: the same (seed, stream, element) gives the same number on the
 // CPU, on a GPU and on any split across GPUs.
 inline constexpr uint64_t kVideoNoiseStream = 11;  // [C, T, H, W] latent layout, then patchified
 inline constexpr uint64_t kAudioNoiseStream = 12;  // [2A, C] channel-major rows
-// Conditioning latent i (a keyframe) draws its noise from stream kConditionNoiseStream + i.
+// Conditioning latent i (a keyframe, or a ref2va image or video) draws its noise from stream
+// kConditionNoiseStream + i.
 inline constexpr uint64_t kConditionNoiseStream = 1000;
 
 // Progress of the long stages: "denoise" (per step), "video decode" (per temporal chunk), "audio
@@ -54,15 +60,28 @@ using T2vaProgressCallback = std::function<void(const T2vaProgress&)>;
 
 struct T2vaTimes {
   double prepare_s = 0;  // layout, noise, AdaLN tables
-  double condition_encode_s = 0;  // fl2va: the keyframes through the video VAE encoder
+  double condition_encode_s = 0;  // fl2va / ref2va: the keyframes or references through the VAE encoders
   std::vector<double> step_s;
   double video_decode_s = 0, audio_decode_s = 0;
+};
+
+// The packed rows of a request by what they hold (the stage report's counts).
+struct RowCounts {
+  int64_t text = 0, target_video = 0, target_audio = 0;
+  int64_t keyframes = 0;  // fl2va conditioning rows
+  // ref2va, per kind: how many references and their rows (a video's soundtrack rows apart).
+  int64_t images = 0, image_rows = 0;
+  int64_t videos = 0, video_rows = 0, soundtrack_rows = 0;
+  int64_t audio_clips = 0, audio_clip_rows = 0;
 };
 
 struct T2vaResult {
   VideoGeometry geometry;
   int64_t packed_rows = 0, text_rows = 0, table_timesteps = 0;
-  int64_t condition_rows = 0;  // fl2va: keyframe rows held at max(t_v, 0.999), cut off before the decode
+  // Conditioning video rows (fl2va keyframes, ref2va images and videos) held at max(t_v, 0.999),
+  // and ref2va's reference audio rows held at 1.0; all cut off before the decode.
+  int64_t condition_rows = 0, condition_audio_rows = 0;
+  RowCounts rows;
   Tensor frames;    // f32 [F, 3, H, W], RGB in [0, 1]
   Tensor waveform;  // f32 [2, 800·A] in [-1, 1], 32 kHz
   int sample_rate = 32000;
@@ -79,6 +98,10 @@ struct T2vaShape {
   double video_shift = kH3VideoShift, audio_shift = kH3AudioShift;
   int64_t text_rows = 0;
   std::vector<KeyframeAnchor> keyframes;  // fl2va: one conditioning frame per anchor, in packed order
+  // ref2va: the references' latent geometry in request order (pipeline::reference_geometry).
+  std::vector<ReferenceGeometry> references;
+  // Per text row: 1 text, 0 a vision block's rows of the presentation (REF2VA.md §4.3); empty: all 1.
+  std::vector<int64_t> text_tags;
   // Given sigma grids of steps + 1 values each (pipeline/sampling.h); empty: the shifted grid.
   std::vector<double> video_sigmas, audio_sigmas;
 };
@@ -96,8 +119,10 @@ struct T2vaPlan {
 };
 // Checks the shape (geometry errors name the nearest valid values; steps in [1, 1000]; a given
 // sigma grid as pipeline::sampling_schedule checks it; text rows in [1, 65536]; at most one first
-// and one last keyframe, first before last).
+// and one last keyframe, first before last; keyframes or references, not both; one tag per text row).
+// With references the layout is ref2va's (build_ref2va_layout), else t2va's / fl2va's.
 Expected<T2vaPlan> plan_t2va(const h3::H3Config& config, const T2vaShape& shape);
+RowCounts row_counts(const T2vaPlan& plan);
 T2vaShape shape_of(const T2vaRequest& request);  // text_rows from the features
 // What a GPU denoiser reserves for the plan's request: rows, text, video and audio rows, timesteps.
 h3::gpu::RequestSize request_size(const T2vaPlan& plan);
@@ -111,9 +136,10 @@ struct T2vaRunOptions {
 };
 
 // The denoise loop's inputs of a request (the packed inputs: layout, schedules, text, and the video
-// rows = the keyframes' noised conditioning rows, then the target's noise; the audio rows = the
-// target's noise). Points into `plan`, which must outlive it. shape_mismatch when the text features or
-// the conditioning latents do not fit the plan.
+// rows = the visual conditions' noised rows (keyframes or references, each drawn from its condition
+// stream), then the target's noise; the audio rows = the reference audio rows, then the target's
+// noise). Points into `plan`, which must outlive it. shape_mismatch when the text features or the
+// conditions do not fit the plan.
 Expected<DenoiseRequest> denoise_inputs(const T2vaRequest& request, const T2vaPlan& plan);
 
 // Runs every stage of `plan` (made for this request: the text features must have its L rows and

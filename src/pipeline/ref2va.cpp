@@ -1,0 +1,196 @@
+#include "pipeline/ref2va.h"
+
+#include <string>
+
+#include "core/stopwatch.h"
+#include "models/h3_audio_vae/encoder.h"
+#include "models/h3_video_vae/encoder_posterior.h"
+#include "pipeline/reference/reference_audio.h"
+#include "pipeline/reference/reference_image.h"
+#include "pipeline/reference/reference_video.h"
+
+namespace orochi::pipeline {
+namespace {
+
+// The pipeline's VAE geometry (check_t2va_models holds every model to it).
+constexpr int64_t kSpatialRatio = 16;
+constexpr int64_t kClipFrames = 17, kClipLatents = 5, kDroppedLatents = 3;
+
+const char* kind_name(ReferenceKind kind) {
+  switch (kind) {
+    case ReferenceKind::kImage: return "image";
+    case ReferenceKind::kVideo: return "video";
+    case ReferenceKind::kAudio: return "audio";
+  }
+  return "?";
+}
+
+// The frames the VAE encodes of a normalized reference video: D snaps its count down to 17n + 5
+// (fewer frames than one clip stay as they are: the encoder pads them with the last one).
+int64_t vae_frames(const io::VideoFrames& frames) {
+  return std::min(frames.frames, reference::reference_video_vae_frames(frames.frames));
+}
+
+// u8 [F, H, W, 3] (its first `count` frames) -> u8 [3, count, H, W], the encoder's layout.
+Tensor planar_pixels(const io::VideoFrames& video, int64_t count) {
+  const int64_t plane = video.height * video.width;
+  Tensor t = Tensor::uninitialized({3, count, video.height, video.width}, DType::kU8);
+  uint8_t* p = t.data<uint8_t>();
+  for (int64_t f = 0; f < count; ++f) {
+    const uint8_t* src = video.frame(f);
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t i = 0; i < plane; ++i) p[(c * count + f) * plane + i] = src[i * 3 + c];
+  }
+  return t;
+}
+
+// ComfyUI's `match` for a video: its own canvas when that does not upscale it, else its own size
+// (snapped to the canvas multiple).
+Expected<reference::Size> video_canvas(const io::VideoFrames& video, const ReferenceRules& rules) {
+  OROCHI_ASSIGN_OR_RETURN(
+      const reference::Size own,
+      reference::resolve_canvas_size(static_cast<double>(video.width), static_cast<double>(video.height), rules.canvas));
+  if (rules.policy == reference::ImageSizePolicy::kShortEdge || own.width * own.height <= video.width * video.height)
+    return own;
+  // Scale 1 under `match` (the canvas is larger than the source): the source snapped to the multiple.
+  return reference::reference_image_size(video.width, video.height, reference::ImageSizePolicy::kMatch,
+                                         {video.width, video.height}, rules.image_short_edge, rules.canvas.multiple);
+}
+
+}  // namespace
+
+ReferenceGeometry Ref2vaReference::geometry() const {
+  const int64_t audio_latents =
+      has_audio() ? (waveform.dim(1) + reference::kAudioVaeHop - 1) / reference::kAudioVaeHop : 0;
+  switch (kind) {
+    case ReferenceKind::kImage:
+      return ReferenceGeometry::image(image.height / kSpatialRatio, image.width / kSpatialRatio);
+    case ReferenceKind::kVideo: {
+      const int64_t p = vae_frames(frames);
+      const int64_t latents = p == 1 ? 1 : (p + kClipFrames - 1) / kClipFrames * kClipLatents - kDroppedLatents;
+      return ReferenceGeometry::video(latents, frames.height / kSpatialRatio, frames.width / kSpatialRatio,
+                                      audio_latents);
+    }
+    case ReferenceKind::kAudio:
+      return ReferenceGeometry::audio(audio_latents);
+  }
+  return {};
+}
+
+Expected<Ref2vaReference> prepare_ref2va_reference(const Ref2vaSource& source, int64_t frames, reference::Size target,
+                                                   const ReferenceRules& rules) {
+  OROCHI_ASSIGN_OR_RETURN(const int64_t aligned, reference::align_num_frames(frames));
+  if (aligned != frames)
+    return invalid_argument("the target's frame count must be 17n + 5 (e.g. " + std::to_string(aligned) + "), got " +
+                            std::to_string(frames));
+  Ref2vaReference out;
+  out.kind = source.kind;
+  const double seconds = static_cast<double>(frames) / reference::kModelFps;  // D: num_frames / fps
+  const bool wants_audio = source.kind == ReferenceKind::kAudio || (source.kind == ReferenceKind::kVideo && source.audio);
+  if (wants_audio) {
+    if (!source.audio || !source.audio->samples.defined())
+      return invalid_argument("an audio reference needs its samples");
+    OROCHI_ASSIGN_OR_RETURN(out.waveform, reference::normalize_reference_audio(source.audio->samples,
+                                                                               source.audio->sample_rate, seconds));
+  }
+  switch (source.kind) {
+    case ReferenceKind::kImage: {
+      if (source.image.pixels() <= 0) return invalid_argument("an image reference needs its pixels");
+      OROCHI_ASSIGN_OR_RETURN(out.image, reference::normalize_reference_image(source.image, rules.policy, target,
+                                                                              rules.image_short_edge));
+      break;
+    }
+    case ReferenceKind::kVideo: {
+      if (source.video.frames <= 0) return invalid_argument("a reference video needs at least one frame");
+      OROCHI_ASSIGN_OR_RETURN(const reference::Size canvas, video_canvas(source.video, rules));
+      OROCHI_ASSIGN_OR_RETURN(out.frames, reference::normalize_reference_video(source.video, source.fps, frames,
+                                                                               rules.canvas, canvas));
+      break;
+    }
+    case ReferenceKind::kAudio:
+      break;
+  }
+  return out;
+}
+
+std::vector<ReferenceGeometry> reference_geometry(const std::vector<Ref2vaReference>& references) {
+  std::vector<ReferenceGeometry> out;
+  for (const Ref2vaReference& r : references) out.push_back(r.geometry());
+  return out;
+}
+
+Expected<Ref2vaConditions> encode_ref2va_references(const h3vae::EncoderWeights& video_encoder,
+                                                    const h3_audio::AudioEncoderWeights& audio_encoder,
+                                                    const std::vector<Ref2vaReference>& references,
+                                                    const T2vaProgressCallback& progress,
+                                                    const std::atomic<bool>* cancel) {
+  Ref2vaConditions out;
+  const int64_t n = static_cast<int64_t>(references.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (cancel && cancel->load())
+      return Status(ErrorCode::kCancelled, "cancelled before encoding reference " + std::to_string(i + 1));
+    const Ref2vaReference& r = references[static_cast<size_t>(i)];
+    const std::string what = "reference " + std::to_string(i + 1) + " (" + kind_name(r.kind) + ")";
+    const auto t0 = Clock::now();
+    if (r.kind != ReferenceKind::kAudio) {
+      const Tensor pixels = r.kind == ReferenceKind::kImage
+                                ? planar_pixels(io::VideoFrames{1, r.image.height, r.image.width, {}, r.image.rgb}, 1)
+                                : planar_pixels(r.frames, vae_frames(r.frames));  // u8 [3, P, H, W]
+      Expected<Tensor> z = h3vae::encode_condition(video_encoder, pixels);  // [C, T_r, h, w]
+      if (!z) return Status(z.status().code(), what + ": " + z.status().message());
+      out.video_latents.push_back(std::move(z).value());
+    } else if (!r.has_audio()) {
+      return invalid_argument(what + " has no waveform");
+    }
+    if (r.has_audio()) {
+      Expected<Tensor> rows = h3_audio::encode_reference_audio(audio_encoder, r.waveform);  // [2, a, C_a]
+      if (!rows) return Status(rows.status().code(), what + ": " + rows.status().message());
+      out.audio_rows.push_back(rows->contiguous().view({rows->dim(0) * rows->dim(1), rows->dim(2)}));  // channel-major
+    }
+    if (progress) progress({"reference encode", i + 1, n, seconds_since(t0)});
+  }
+  return out;
+}
+
+Expected<T2vaPlan> plan_ref2va(const h3::H3Config& config, const T2vaShape& shape) {
+  if (shape.references.empty())
+    return invalid_argument("ref2va needs at least one reference (--ref-image, --ref-video, --ref-audio)");
+  return plan_t2va(config, shape);
+}
+
+Expected<T2vaResult> run_ref2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
+                                const h3vae::EncoderWeights& video_encoder,
+                                const h3_audio::AudioEncoderWeights& audio_encoder, const Ref2vaRequest& request,
+                                const T2vaPlan& plan, const T2vaRunOptions& options) {
+  const std::vector<ReferenceGeometry> planned = plan.shape.references;
+  if (planned.empty() || request.references.size() != planned.size())
+    return invalid_argument("the ref2va plan has " + std::to_string(planned.size()) + " reference(s), the request " +
+                            std::to_string(request.references.size()));
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const ReferenceGeometry g = request.references[i].geometry();
+    const ReferenceGeometry& p = planned[i];
+    if (g.kind != p.kind || g.latent_frames != p.latent_frames || g.latent_height != p.latent_height ||
+        g.latent_width != p.latent_width || g.audio_latents != p.audio_latents)
+      return shape_mismatch("reference " + std::to_string(i + 1) + " is not the one the plan was made for (its " +
+                            "latent geometry differs); plan the request with its prepared references");
+  }
+  if (video_encoder.config.latent_channels != plan.model.in_channels)
+    return unsupported("the video VAE encoder makes " + std::to_string(video_encoder.config.latent_channels) +
+                       " latent channels, the transformer denoises " + std::to_string(plan.model.in_channels));
+  if (audio_encoder.config.latent_channels != plan.model.audio_in_channels)
+    return unsupported("the audio VAE encoder makes " + std::to_string(audio_encoder.config.latent_channels) +
+                       " latent channels, the transformer denoises " + std::to_string(plan.model.audio_in_channels));
+  const auto t0 = Clock::now();
+  OROCHI_ASSIGN_OR_RETURN(Ref2vaConditions conditions, encode_ref2va_references(video_encoder, audio_encoder,
+                                                                               request.references, options.progress,
+                                                                               options.cancel));
+  T2vaRequest run = request.base;
+  run.condition_latents = std::move(conditions.video_latents);
+  run.condition_audio_rows = std::move(conditions.audio_rows);
+  const double encode_s = seconds_since(t0);
+  OROCHI_ASSIGN_OR_RETURN(T2vaResult result, run_t2va(denoiser, video_vae, audio_vae, run, plan, options));
+  result.times.condition_encode_s = encode_s;
+  return result;
+}
+
+}  // namespace orochi::pipeline
