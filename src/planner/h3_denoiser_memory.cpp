@@ -48,9 +48,9 @@ Status check_h3_layout(const h3::H3Config& c, const ParallelLayout& layout) {
   return Status::ok();
 }
 
-std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelLayout& layout) {
+std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelLayout& layout, Precision precision) {
   // As the GPU runner holds them (gpu_weights.cpp): TP rank 0's share, the largest when the FFN
-  // width splits unevenly; the checkpoint's f32 islands in f32, the rest bf16.
+  // width splits unevenly; the checkpoint's f32 islands in f32, the rest bf16, or quantized.
   const h3::TpShare share = h3::tp_share(c, 0, layout.tp());
   std::vector<WeightGroup> groups;
   auto group = [&](const std::string& name) -> WeightGroup& {
@@ -69,8 +69,14 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
       group(g).bytes += static_cast<uint64_t>(shape_numel(spec.shape)) * 2;  // bf16 in host RAM, not an arena
       continue;
     }
-    const auto elements =
-        static_cast<uint64_t>(shape_numel(h3::tp_local_shape(spec.shape, h3::tp_slice_of(spec.name, c, share))));
+    const Shape local = h3::tp_local_shape(spec.shape, h3::tp_slice_of(spec.name, c, share));
+    const auto elements = static_cast<uint64_t>(shape_numel(local));
+    if (precision != Precision::kBf16 && h3::is_quantized_linear(spec.name)) {
+      // codes [N, K], 1 byte each, + scales [N] f32
+      group(g).bytes += aligned(elements * dtype_size(precision_weight_dtype(precision))) +
+                        aligned(static_cast<uint64_t>(local[0]) * 4);
+      continue;
+    }
     group(g).bytes += aligned(elements * (h3::is_f32_island(spec.name) ? 4 : 2));
   }
   for (WeightGroup& g : groups) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "dist/parallel_options.h"
 #include "models/h3/config.h"
 #include "planner/plan_request.h"
@@ -25,8 +26,11 @@ struct BufferBytes {
 // Groups in execution order: "embedders", "refiner", "block 0".."block N-1", "heads", and
 // "adaln" (Tier::kStreamedOnce: the projections only build the per-request tables). Bytes per
 // computing GPU, each tensor rounded to the arena's 256 B as gpu_weights.cpp's
-// resident_weight_bytes does; tp N divides the block and refiner linears by N.
-std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const ParallelLayout& layout);
+// resident_weight_bytes does; tp N divides the block and refiner linears by N. With fp8 or int8,
+// each of h3::is_quantized_linear's weights is its codes (1 byte each) and its per-row f32 scales,
+// two tensors.
+std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const ParallelLayout& layout,
+                                          Precision precision = Precision::kBf16);
 
 // The GPU runner's request arena for one computing GPU, buffer by buffer: the runner's own list
 // (h3::gpu::arena_buffers, which it allocates) in the plan's pools, plus the workspaces and

@@ -80,4 +80,12 @@ bool is_f32_island(std::string_view name) {
   return false;
 }
 
+bool is_quantized_linear(std::string_view name) {
+  if (!name.starts_with("transformer_blocks.")) return false;
+  for (const char* suffix : {".attn.to_q.weight", ".attn.to_k.weight", ".attn.to_v.weight", ".attn.to_out.0.weight",
+                             ".ff.net.0.proj.weight", ".ff.net.2.weight"})
+    if (name.ends_with(suffix)) return true;
+  return false;
+}
+
 }  // namespace orochi::h3

@@ -32,4 +32,10 @@ ParamGroup param_group_of(std::string_view name);
 // MLP, output heads); every other parameter runs in bf16 on the GPU. Diffusers names.
 bool is_f32_island(std::string_view name);
 
+// The weights a --precision other than bf16 stores quantized (codes plus one f32 scale per output
+// channel, core/quantize.h): the 2-D linears of the transformer blocks (q, k, v, attention out, FFN
+// in and out), where the FLOPs are. The refiner, embedders, AdaLN projections, heads, norms and
+// biases stay as they are. Diffusers names.
+bool is_quantized_linear(std::string_view name);
+
 }  // namespace orochi::h3

@@ -1,0 +1,82 @@
+// --precision in the planner (issue 25): the option's parsing, which H3 weights it quantizes, and
+// the denoiser's weight bytes per precision (codes + per-channel f32 scales for the block linears,
+// everything else as in bf16).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "core/precision.h"
+#include "models/h3/parameters.h"
+#include "planner/h3_denoiser_memory.h"
+#include "planner/plan_memory.h"
+
+namespace orochi::planner {
+namespace {
+
+h3::H3Config released() { return load_model_configs("h3")->transformer; }
+
+std::map<std::string, uint64_t> group_bytes(const h3::H3Config& c, const ParallelLayout& layout, Precision p) {
+  std::map<std::string, uint64_t> bytes;
+  for (const WeightGroup& g : h3_weight_groups(c, layout, p)) bytes[g.name] = g.bytes;
+  return bytes;
+}
+
+uint64_t aligned(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+TEST(Precision, ParsesItsThreeNames) {
+  EXPECT_EQ(*parse_precision("bf16"), Precision::kBf16);
+  EXPECT_EQ(*parse_precision("fp8"), Precision::kFp8);
+  EXPECT_EQ(*parse_precision("int8"), Precision::kInt8);
+  for (const char* bad : {"FP8", "fp16", "", "e4m3"}) {
+    const Expected<Precision> p = parse_precision(bad);
+    ASSERT_FALSE(p.has_value()) << bad;
+    EXPECT_EQ(p.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(p.status().message().find("bf16, fp8 or int8"), std::string::npos) << p.status().message();
+  }
+  EXPECT_EQ(precision_weight_dtype(Precision::kFp8), DType::kF8E4M3);
+  EXPECT_EQ(precision_weight_dtype(Precision::kInt8), DType::kI8);
+  EXPECT_EQ(precision_weight_dtype(Precision::kBf16), DType::kBF16);
+}
+
+TEST(Precision, QuantizesTheBlockLinearsOnly) {
+  int quantized = 0;
+  for (const h3::ParamSpec& spec : h3::h3_parameters(released()))
+    if (h3::is_quantized_linear(spec.name)) {
+      ++quantized;
+      EXPECT_EQ(spec.shape.size(), 2u) << spec.name;
+      EXPECT_TRUE(spec.name.starts_with("transformer_blocks.")) << spec.name;
+    }
+  EXPECT_EQ(quantized, 50 * 6);  // q, k, v, out, FFN in, FFN out of each block
+  for (const char* kept : {"transformer_blocks.0.attn.norm_q.weight", "transformer_blocks.0.adaln_proj.linear.weight",
+                           "token_refiner.refiner_blocks.0.attn.to_q.weight", "context_embedder.weight",
+                           "proj_out.weight", "transformer_blocks.0.ff.net.0.proj.bias"})
+    EXPECT_FALSE(h3::is_quantized_linear(kept)) << kept;
+}
+
+TEST(Precision, BlockWeightsAreCodesPlusScales) {
+  const h3::H3Config c = released();
+  const auto bf16 = group_bytes(c, ParallelLayout{}, Precision::kBf16);
+  const auto fp8 = group_bytes(c, ParallelLayout{}, Precision::kFp8);
+  const auto int8 = group_bytes(c, ParallelLayout{}, Precision::kInt8);
+  EXPECT_EQ(fp8, int8);  // one byte per code either way
+  // One block by hand: six linears as codes + scales; norm1, norm2 [H] and norm_q, norm_k [128] in bf16.
+  const uint64_t H = 5376, I = 7168, F = 14336;
+  const uint64_t linears = 3 * (aligned(I * H) + aligned(I * 4)) + aligned(H * I) + aligned(H * 4) +
+                           aligned(2 * F * H) + aligned(2 * F * 4) + aligned(H * F) + aligned(H * 4);
+  EXPECT_EQ(fp8.at("block 7"), linears + 2 * aligned(H * 2) + 2 * aligned(128 * 2));
+  EXPECT_NEAR(static_cast<double>(fp8.at("block 7")) / static_cast<double>(bf16.at("block 7")), 0.5, 0.001);
+  for (const char* same : {"embedders", "refiner", "heads", "adaln"}) EXPECT_EQ(fp8.at(same), bf16.at(same)) << same;
+  // tp2 halves the block linears' codes and their rows (scales) alike.
+  const auto fp8_tp2 = group_bytes(c, *parse_parallel_layout("tp2"), Precision::kFp8);
+  EXPECT_NEAR(static_cast<double>(fp8_tp2.at("block 7")) / static_cast<double>(fp8.at("block 7")), 0.5, 0.001);
+  uint64_t total_bf16 = 0, total_fp8 = 0;
+  for (const auto& [name, bytes] : bf16) total_bf16 += name == "adaln" ? 0 : bytes;
+  for (const auto& [name, bytes] : fp8) total_fp8 += name == "adaln" ? 0 : bytes;
+  EXPECT_NEAR(to_gib(total_bf16), 37.44, 0.2);  // test_planner_pools' calibration
+  EXPECT_LT(to_gib(total_fp8), 20.0);
+  std::printf("resident denoiser weights: bf16 %.2f GiB, fp8/int8 %.2f GiB\n", to_gib(total_bf16), to_gib(total_fp8));
+}
+
+}  // namespace
+}  // namespace orochi::planner
