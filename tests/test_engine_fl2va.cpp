@@ -62,7 +62,9 @@ TEST(EngineFl2va, FirstKeyframeRunsOnTheDemo) {
   report.result = run->result;  // as `orochi generate` fills it
   const nlohmann::json j = report_json(report);
   EXPECT_EQ(j["request"]["workflow"], "fl2va");
-  EXPECT_GT(j["stages_s"]["pre_detail"]["keyframe_encode"].get<double>(), 0.0);
+  EXPECT_GT(j["stages_s"]["pre_detail"]["vae_encode"].get<double>(), 0.0);
+  EXPECT_GT(j["stages_s"]["pre_detail"]["media_decode"].get<double>(), 0.0);
+  EXPECT_EQ(j["sizes"]["rows"]["keyframes"], layout.rows_per_frame);
   for (int64_t i = 0; i < run->result.frames.numel(); ++i)
     ASSERT_TRUE(std::isfinite(run->result.frames.data<float>()[i]));
 }

@@ -12,6 +12,7 @@
 #include "models/h3/lora.h"
 #include "pipeline/decoders.h"
 #include "pipeline/fl2va.h"
+#include "pipeline/ref2va.h"
 #include "pipeline/finite_check.h"
 #include "pipeline/text_features.h"
 
@@ -86,6 +87,7 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   report.request_index = ++requests_;
   report.load_s = open_load_s_;  // the host weights, read by open(): the first request's
   open_load_s_ = 0;
+  report.media_decode_s = plan.media_decode_s;
   report.steps = plan.request.steps;
   report.seed = plan.request.seed;
   report.video_shift = plan.request.video_shift;
@@ -130,7 +132,15 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
     OROCHI_ASSIGN_OR_RETURN(models_.video_encoder, pipeline::load_video_encoder(*source_.dir, models_));
     report.load_s += seconds_since(t_encoder);
   }
+  // ref2va: the references through both VAE encoders (on the CPU); only the demo has them today
+  // (plan() refuses a checkpoint's ref2va).
+  const bool ref2va = !plan.references.empty();
+  if (ref2va && (!models_.video_encoder || !models_.audio_encoder))
+    return Status(ErrorCode::kInternal, "ref2va: this engine has no VAE encoders");
   auto run_workflow = [&](models::Denoiser& denoiser, pipeline::VideoDecoder& video, pipeline::AudioDecoder& audio) {
+    if (ref2va)
+      return pipeline::run_ref2va(denoiser, video, audio, *models_.video_encoder, *models_.audio_encoder,
+                                  {request, plan.references}, plan.shape.t2va, run_options);
     if (!fl2va) return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
     return pipeline::run_fl2va(denoiser, video, audio, *models_.video_encoder, {request, plan.keyframes},
                                plan.shape.t2va, run_options);

@@ -73,7 +73,7 @@ class Engine {
  private:
   Engine() = default;
   void note(const std::string& line) const;
-  Expected<planner::RequestShape> shape_of(const GenerateRequest& request) const;
+  Expected<planner::RequestShape> shape_of(const RunPlan& plan) const;
   Status plan_gpu(RunPlan& plan) const;
   Status check_cpu_request(RunPlan& plan) const;
   Expected<Tensor> text_features(const RunPlan& plan, RunReport& report);

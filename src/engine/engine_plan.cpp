@@ -8,7 +8,9 @@
 
 #include "core/format.h"
 #include "core/host_memory.h"
+#include "core/stopwatch.h"
 #include "engine/reference_checks.h"
+#include "engine/reference_inputs.h"
 #include "models/h3/flops.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/text_features.h"
@@ -32,7 +34,8 @@ uint64_t phase_bytes(const planner::MemoryPlan& plan, const std::string& name, p
 }
 
 // The planner's view of a filled-in request.
-planner::PlanRequest plan_request_of(const GenerateRequest& r) {
+planner::PlanRequest plan_request_of(const RunPlan& plan) {
+  const GenerateRequest& r = plan.request;
   planner::PlanRequest p;
   p.width = r.width;
   p.height = r.height;
@@ -44,6 +47,7 @@ planner::PlanRequest plan_request_of(const GenerateRequest& r) {
   p.video_sigmas = r.video_sigmas;
   p.audio_sigmas = r.audio_sigmas;
   p.keyframes = keyframe_anchors(r);  // fl2va's keyframe rows
+  p.references = pipeline::reference_geometry(plan.references);  // ref2va's reference blocks
   return p;
 }
 
@@ -81,6 +85,47 @@ Status plan_keyframes(RunPlan& plan, bool demo) {
   return Status::ok();
 }
 
+// fl2va and ref2va run on the built-in demo model only, so far: a checkpoint's are refused (before any
+// weight is read, from check_conditioning) with what is missing.
+Status check_workflow_source(const ModelSource& source, const std::string& workflow) {
+  if (workflow == "t2va" || source.demo()) return Status::ok();
+  if (source.random_weights)
+    return unsupported(workflow + " encodes its references with the VAE encoders, which --random-weights does not "
+                       "make; run it on the built-in demo model (no MODEL_DIR)");
+  if (workflow == "fl2va")
+    return unsupported("fl2va on a checkpoint conditions the denoiser on its presentation (\"<Picture i>: \" and "
+                       "each keyframe's vision tokens, then the prompt) through the Qwen3-VL conditioner with the "
+                       "keyframes' vision features; that prompt path is not wired into the engine yet. The built-in "
+                       "demo model (no MODEL_DIR) runs fl2va on random text rows");
+  return unsupported("ref2va on a checkpoint conditions the transformer_ref/ denoiser on its presentation (\"<Picture "
+                     "i>: \", \"<Video k>: \" with timestamps and each reference's vision tokens, \"<Audio j>: \", then "
+                     "the prompt) through the Qwen3-VL conditioner with the references' vision features; that path "
+                     "is not wired into the engine yet. The built-in demo model (no MODEL_DIR) runs ref2va on random "
+                     "text rows");
+}
+
+// ref2va: the references read and normalized by the rules of the model and --ref-size (REF2VA.md
+// §1-§3), on the request's canvas; their rows join the layout through the plan request.
+Status plan_references(RunPlan& plan, bool demo) {
+  const GenerateRequest& r = plan.request;
+  OROCHI_RETURN_IF_ERROR(pipeline::video_geometry(r.width, r.height, r.frames).status());
+  const pipeline::ReferenceRules rules = reference_rules(r.ref_size, demo);
+  OROCHI_ASSIGN_OR_RETURN(plan.references, read_references(r, rules));
+  int64_t images = 0, videos = 0, soundtracks = 0, clips = 0;
+  for (const pipeline::Ref2vaReference& ref : plan.references) {
+    images += ref.kind == pipeline::ReferenceKind::kImage;
+    videos += ref.kind == pipeline::ReferenceKind::kVideo;
+    soundtracks += ref.kind == pipeline::ReferenceKind::kVideo && ref.has_audio();
+    clips += ref.kind == pipeline::ReferenceKind::kAudio;
+  }
+  plan.notes.push_back("ref2va: " + std::to_string(images) + " image(s) at " +
+                       (r.ref_size == RefSize::kMatch ? std::string("the target's area (--ref-size match)")
+                                                      : "a " + std::to_string(rules.image_short_edge) +
+                                                            " px short edge" + (demo ? " (the demo's 2048)" : "")) +
+                       ", " + std::to_string(videos) + " video(s) (" + std::to_string(soundtracks) +
+                       " with their soundtrack), " + std::to_string(clips) + " audio clip(s)");
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -102,7 +147,7 @@ nlohmann::json RunPlan::summary_json() const {
 
 Engine::~Engine() = default;
 
-Expected<planner::RequestShape> Engine::shape_of(const GenerateRequest& r) const {
+Expected<planner::RequestShape> Engine::shape_of(const RunPlan& plan) const {
   planner::ModelConfigs configs;
   if (configs_) {
     configs = *configs_;
@@ -111,7 +156,7 @@ Expected<planner::RequestShape> Engine::shape_of(const GenerateRequest& r) const
     configs.video_vae = models_.video_vae.config;
     configs.audio_vae = models_.audio_vae.config;
   }
-  return planner::request_shape(configs, plan_request_of(r));
+  return planner::request_shape(configs, plan_request_of(plan));
 }
 
 Status Engine::check_conditioning(const ModelSource& source, const GenerateRequest& r) {
@@ -129,8 +174,10 @@ Status Engine::check_conditioning(const ModelSource& source, const GenerateReque
       return not_found(tokenizer + "/tokenizer.json is missing: --prompt needs the checkpoint's tokenizer");
     OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(*source.dir + "/text_encoder", r.text_layer));
   }
-  // The references: counts, every file's headers, aspects, lengths, the frame rule (reference_checks.h).
-  return check_references(r).status();
+  // The references: counts, every file's headers, aspects, lengths, the frame rule (reference_checks.h);
+  // then whether this source runs their workflow.
+  OROCHI_ASSIGN_OR_RETURN(const ReferenceCheck checked, check_references(r));
+  return check_workflow_source(source, checked.workflow);
 }
 
 Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
@@ -144,13 +191,11 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   GenerateRequest& r = plan.request;
   r = asked;
   const bool demo = source_.demo();
+  OROCHI_RETURN_IF_ERROR(check_workflow_source(source_, plan.workflow));
   if (plan.workflow == "fl2va") {
-    if (!demo)
-      return unsupported("fl2va on a checkpoint conditions the denoiser on its presentation (\"<Picture i>: \" and "
-                         "each keyframe's vision tokens, then the prompt) through the Qwen3-VL conditioner with the "
-                         "keyframes' vision features; that prompt path is not wired into the engine yet. The built-in "
-                         "demo model (no MODEL_DIR) runs fl2va on random text rows");
+    const auto t_read = Clock::now();
     OROCHI_RETURN_IF_ERROR(plan_keyframes(plan, demo));
+    plan.media_decode_s = seconds_since(t_read);
   }
   if (r.width == 0) r.width = demo ? 320 : 1344;
   if (r.height == 0) r.height = demo ? 192 : 768;
@@ -178,7 +223,12 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
                             pipeline::load_text_features(*r.text_features_file, transformer_config_.text_dim));
     r.text_rows = plan.text_features.dim(0);
   }
-  OROCHI_ASSIGN_OR_RETURN(plan.shape, shape_of(r));
+  if (plan.workflow == "ref2va") {
+    const auto t_read = Clock::now();
+    OROCHI_RETURN_IF_ERROR(plan_references(plan, demo));
+    plan.media_decode_s = seconds_since(t_read);
+  }
+  OROCHI_ASSIGN_OR_RETURN(plan.shape, shape_of(plan));
   if (on_gpu_) OROCHI_RETURN_IF_ERROR(plan_gpu(plan));
   else OROCHI_RETURN_IF_ERROR(check_cpu_request(plan));
   return plan;
@@ -242,7 +292,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
     planner::PlanInput in;
     in.models = *configs_;
     in.models.text_layers = r.prompt ? r.text_layer : 0;
-    in.request = plan_request_of(r);
+    in.request = plan_request_of(plan);
     in.gpus.vram_bytes = vram;
     in.gpus.count = options_.gpus;
     in.tiers.peer = false;

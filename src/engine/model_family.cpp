@@ -39,7 +39,7 @@ class H3Family final : public ModelFamily {
   std::vector<FamilyWorkflow> workflows() const override {
     return {{"t2va", "text to video with audio", true},
             {"fl2va", "first and/or last keyframe to video with audio", true},
-            {"ref2va", "character images, a reference video with its sound and audio clips to video with audio", false}};
+            {"ref2va", "character images, a reference video with its sound and audio clips to video with audio", true}};
   }
   std::vector<std::string> phases() const override { return {"text encoder", "denoiser", "decode"}; }
 };

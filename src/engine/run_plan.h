@@ -14,6 +14,7 @@
 #include "engine/generate_request.h"
 #include "engine/gpu_backend.h"
 #include "io/media_in.h"
+#include "pipeline/ref2va.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "planner/request_shape.h"
@@ -37,6 +38,10 @@ struct RunPlan {
   // fl2va: the keyframes read and put onto the canvas (pipeline::prepare_fl2va_keyframes), in the
   // layout's packed order (shape.t2va.shape.keyframes).
   std::vector<io::RgbImage> keyframes;
+  // ref2va: the references read and normalized (pipeline::prepare_ref2va_reference), in request
+  // order; shape.t2va.shape.references is their latent geometry.
+  std::vector<pipeline::Ref2vaReference> references;
+  double media_decode_s = 0;  // reading the keyframes or references (the report's pre: media decode)
   std::vector<std::string> notes;  // what the plan chose and why, one line each
 
   // The plan's summary for reports: layout, rows, what streams, the notes.

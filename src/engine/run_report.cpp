@@ -24,10 +24,22 @@ StepStats step_stats(std::vector<double> s) {
 }
 
 double pre_seconds(const RunReport& r) {
-  return r.request_memory_s + r.text_s + r.result.times.condition_encode_s + r.result.times.prepare_s;
+  return r.request_memory_s + r.media_decode_s + r.text_s + r.result.times.condition_encode_s +
+         r.result.times.prepare_s;
 }
 double post_seconds(const RunReport& r) {
   return r.result.times.video_decode_s + r.result.times.audio_decode_s + r.encode_s;
+}
+
+// The packed rows by what they hold: text tokens, the target, each reference kind.
+nlohmann::json rows_json(const pipeline::RowCounts& n) {
+  return {{"text", n.text},
+          {"target", {{"video", n.target_video}, {"audio", n.target_audio}}},
+          {"keyframes", n.keyframes},
+          {"references",
+           {{"images", {{"count", n.images}, {"rows", n.image_rows}}},
+            {"videos", {{"count", n.videos}, {"rows", n.video_rows}, {"soundtrack_rows", n.soundtrack_rows}}},
+            {"audio_clips", {{"count", n.audio_clips}, {"rows", n.audio_clip_rows}}}}}};
 }
 
 }  // namespace
@@ -52,14 +64,16 @@ nlohmann::json report_json(const RunReport& r) {
        {{"latent_frames", res.geometry.latent_frames}, {"latent_height", res.geometry.latent_height},
         {"latent_width", res.geometry.latent_width}, {"audio_latents", res.geometry.audio_latents},
         {"packed_rows", res.packed_rows}, {"condition_rows", res.condition_rows},
+        {"condition_audio_rows", res.condition_audio_rows}, {"rows", rows_json(res.rows)},
         {"table_timesteps", res.table_timesteps}}},
       {"stages_s",
        {{"load", r.load_s},
         {"pre", pre_seconds(r)},
         {"pre_detail",
          {{"request_memory", r.request_memory_s},
+          {"media_decode", r.media_decode_s},
+          {"vae_encode", res.times.condition_encode_s},
           {"text_features", r.text_s},
-          {"keyframe_encode", res.times.condition_encode_s},
           {"layout_noise_tables", res.times.prepare_s}}},
         {"per_step", {{"median", st.median}, {"min", st.min}, {"max", st.max}, {"all", res.times.step_s}}},
         {"denoise", st.total},
@@ -81,17 +95,31 @@ std::string report_text(const RunReport& r) {
   std::snprintf(buf, sizeof buf,
                 "stage report (%s):\n"
                 "  load      %8.3f s\n"
-                "  pre       %8.3f s  (request memory %.3f, text features %.3f, keyframe encode %.3f, layout + noise + AdaLN tables for %lld timesteps %.3f)\n"
+                "  pre       %8.3f s  (request memory %.3f, media decode %.3f, VAE encode %.3f, text features %.3f, layout + noise + AdaLN tables for %lld timesteps %.3f)\n"
                 "  per step  %8.3f s  median of %zu (min %.3f, max %.3f); denoise %.3f s\n"
                 "  post      %8.3f s  (video decode %.3f, audio decode %.3f, MP4 encode %.3f)\n"
                 "  e2e       %8.3f s\n"
                 "  peak host memory %s\n",
-                r.device.c_str(), r.load_s, pre_seconds(r), r.request_memory_s, r.text_s, res.times.condition_encode_s,
-                static_cast<long long>(res.table_timesteps),
+                r.device.c_str(), r.load_s, pre_seconds(r), r.request_memory_s, r.media_decode_s,
+                res.times.condition_encode_s, r.text_s, static_cast<long long>(res.table_timesteps),
                 res.times.prepare_s, st.median, res.times.step_s.size(), st.min, st.max, st.total, post_seconds(r),
                 res.times.video_decode_s, res.times.audio_decode_s, r.encode_s, r.e2e_s,
                 format_bytes(r.host_peak_bytes).c_str());
-  return buf;
+  std::string text = buf;
+  const pipeline::RowCounts& n = res.rows;
+  if (n.images + n.videos + n.audio_clips > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  rows      %lld packed: text %lld, target video %lld + audio %lld, references: %lld image(s) "
+                  "%lld, %lld video(s) %lld + soundtracks %lld, %lld audio clip(s) %lld\n",
+                  static_cast<long long>(res.packed_rows), static_cast<long long>(n.text),
+                  static_cast<long long>(n.target_video), static_cast<long long>(n.target_audio),
+                  static_cast<long long>(n.images), static_cast<long long>(n.image_rows),
+                  static_cast<long long>(n.videos), static_cast<long long>(n.video_rows),
+                  static_cast<long long>(n.soundtrack_rows), static_cast<long long>(n.audio_clips),
+                  static_cast<long long>(n.audio_clip_rows));
+    text += buf;
+  }
+  return text;
 }
 
 }  // namespace orochi::engine

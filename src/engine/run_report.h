@@ -27,6 +27,9 @@ struct RunReport {
   // ~0 from the second request on). request_memory: a kept model's request buffers reserved
   // anew (its denoiser gives them back for the decode), counted under pre.
   double load_s = 0, request_memory_s = 0, text_s = 0, encode_s = 0, e2e_s = 0;
+  // fl2va / ref2va: reading the keyframes or references from their files and normalizing them (in
+  // Engine::plan), counted under pre; their VAE encode is result.times.condition_encode_s.
+  double media_decode_s = 0;
   uint64_t host_peak_bytes = 0;
   std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
   nlohmann::json plan;                     // the run plan's summary (RunPlan::summary_json)

@@ -15,6 +15,7 @@
 #include "models/qwen3vl/text_config.h"
 #include "models/qwen3vl/vision_config.h"
 #include "pipeline/packed_layout.h"
+#include "pipeline/ref2va_layout.h"
 #include "pipeline/scheduler_h3.h"
 #include "planner/plan_types.h"
 
@@ -72,6 +73,7 @@ struct PlanRequest {
   double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
   std::vector<double> video_sigmas, audio_sigmas;  // given grids (pipeline/sampling.h); empty: shifted
   std::vector<pipeline::KeyframeAnchor> keyframes;  // fl2va: one conditioning frame of rows each
+  std::vector<pipeline::ReferenceGeometry> references;  // ref2va: each reference's latent geometry, request order
 };
 
 // "480p" (832x480), "544p" (960x544), "768p" (1344x768) or "WxH" (e.g. "1024x576").
