@@ -40,8 +40,8 @@ std::string model_id_of(const engine::ModelSource& source) {
     return dir.filename().string();
   }
   if (source.random_weights) return "minimax-h3-random-weights";
-  if (source.transformer_file) return file_stem(*source.transformer_file);
-  return "minimax-h3-demo";
+  if (source.demo()) return source.transformer_file ? file_stem(*source.transformer_file) : "minimax-h3-demo";
+  return "minimax-h3";  // other sources: single files, a ComfyUI models/ folder
 }
 
 Expected<std::unique_ptr<VideoServer>> VideoServer::open(const ServerConfig& config, engine::Engine& engine,
@@ -72,7 +72,8 @@ Expected<std::unique_ptr<VideoServer>> VideoServer::open(const ServerConfig& con
   s->ctx_ = std::make_unique<ServerContext>(config, engine, source, *s->store_, *s->queue_, events, std::move(media));
   ServerContext& ctx = *s->ctx_;
   ctx.rules.model_id = model_id;
-  ctx.rules.prompt_conditions = source.dir.has_value();
+  // The demo and random weights have no text encoder: their prompt is recorded, not encoded.
+  ctx.rules.prompt_conditions = !source.demo() && !source.random_weights;
   for (const engine::LoraSource& l : source.loras) ctx.rules.loras.push_back(file_stem(l.path));
   ctx.rules.media = &ctx.media;
   ctx.model = model_json(engine, ctx.rules);

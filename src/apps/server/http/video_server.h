@@ -18,7 +18,8 @@ class Server;
 namespace orochi::apps::server {
 
 // The name GET /v1/models gives the model (and `model` in a request must match): the model
-// folder's name, else "minimax-h3-random-weights" or "minimax-h3-demo".
+// folder's name, "minimax-h3-random-weights", "minimax-h3-demo" (or the demo's --transformer file's
+// name), else "minimax-h3".
 std::string model_id_of(const engine::ModelSource& source);
 
 class VideoServer {
