@@ -84,7 +84,7 @@ constexpr const char* kGenerateHelp =
     "                         " OROCHI_TEXT_ROWS_LIMITS " (demo 32, else 256; also the plan's estimate of a\n"
     "                         prompt's length)\n"
     "  references, in command-line order (fl2va, ref2va): checked from the files' headers before any weight\n"
-    "  is read; a workflow whose run is not built yet (ref2va) is refused with that reason\n"
+    "  is read; both run on the built-in demo model, and on a checkpoint are refused (prompt path not wired)\n"
     "  --image FILE           fl2va: the first keyframe (PNG, JPEG, WebP; aspect 1:4..4:1); without --width\n"
     "                         and --height the canvas follows its aspect\n"
     "  --last-image FILE      fl2va: the last keyframe (one of each at most)\n"
