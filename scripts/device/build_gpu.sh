@@ -19,4 +19,8 @@ rm -rf "$dist" && mkdir -p "$dist"
 cp "$build/orochi" "$dist/"
 for t in $gpu_tests; do cp "$build/tests/$t" "$dist/"; done
 strip --strip-debug "$dist"/* 2>/dev/null || true
+# Shared libraries the device machine lacks (cpp-httplib for `orochi serve`, and its brotli), beside
+# the binaries; device_env.sh puts gpu-dist/lib on LD_LIBRARY_PATH.
+mkdir -p "$dist/lib"
+ldd "$dist/orochi" | awk '/libcpp-httplib|libbrotli/ {print $3}' | xargs -r cp -L -t "$dist/lib"
 du -sh "$dist"

@@ -135,6 +135,33 @@ def build_model(cfg: dict, dtype: torch.dtype, device, seed: int, log) -> torch.
     return model.eval()
 
 
+def add_unmerged_lora(model: torch.nn.Module, path: str, strength: float, log) -> int:
+    """PEFT's unmerged LoRA on every pair of a diffusers-format file (transformer.<module>.lora_A/B.weight,
+    no alpha: scale 1): each target Linear's output gets strength * B(A x), computed in the layer's dtype."""
+    from safetensors.torch import load_file
+    pairs = {}
+    for key, t in load_file(path).items():
+        if not key.startswith("transformer.") or not key.endswith((".lora_A.weight", ".lora_B.weight")):
+            raise SystemExit(f"{path}: {key} is not a diffusers-format transformer LoRA key")
+        module, kind = key[len("transformer."):].rsplit(".lora_", 1)
+        pairs.setdefault(module, {})[kind[0]] = t
+    modules = dict(model.named_modules())
+    for module, ab in pairs.items():
+        layer = modules.get(module)
+        if not isinstance(layer, torch.nn.Linear):
+            raise SystemExit(f"{path}: {module} is not a linear layer of diffusers' model")
+        w = layer.weight
+        A, B = ab["A"].to(w.device, w.dtype), ab["B"].to(w.device, w.dtype)
+
+        def hook(mod, inputs, output, A=A, B=B):
+            x = inputs[0].to(A.dtype)
+            return output + (strength * torch.nn.functional.linear(torch.nn.functional.linear(x, A), B)).to(output.dtype)
+
+        layer.register_forward_hook(hook)
+    log(f"LoRA {path}: {len(pairs)} pairs applied unmerged at strength {strength}")
+    return len(pairs)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dump", required=True, help="safetensors file written by `orochi bench dit --dump-outputs`")
@@ -145,6 +172,9 @@ def main() -> int:
     ap.add_argument("--tiny", action="store_true", help="H3Config::tiny_demo() shapes (CPU check of this script)")
     ap.add_argument("--tol", type=float, default=1e-2)
     ap.add_argument("--backend", default=None, help="diffusers attention backend, e.g. _native_cudnn")
+    ap.add_argument("--lora", default=None, help="a diffusers-format LoRA file (make_random_lora.py), applied "
+                    "unmerged as PEFT runs it: base(x) + strength * B(A x) in the layer's dtype")
+    ap.add_argument("--lora-strength", type=float, default=1.0)
     a = ap.parse_args()
     log = lambda msg: print(f"[compare_h3] {msg}", file=sys.stderr, flush=True)  # noqa: E731
 
@@ -176,6 +206,7 @@ def main() -> int:
     model = build_model(cfg, dtype, dev, seed, log)
     if a.backend:
         model.set_attention_backend(a.backend)
+    lora_pairs = add_unmerged_lora(model, a.lora, a.lora_strength, log) if a.lora else 0
 
     to = lambda k: d[k].to(dev)  # noqa: E731
     t0 = time.perf_counter()
@@ -198,6 +229,9 @@ def main() -> int:
                ref_rms_video=float(video.double().pow(2).mean().sqrt()),
                ref_rms_audio=float(audio.double().pow(2).mean().sqrt()),
                rng_max_abs_diff=rng_diff, diffusers_forward_s=forward_s, tol=a.tol, result="PASS" if ok else "FAIL")
+    if a.lora:
+        res.update(lora=a.lora, lora_strength=a.lora_strength, lora_pairs=lora_pairs,
+                   orochi_loras=json.loads(meta.get("loras", "[]")))
     print(json.dumps(res), flush=True)
     out_dir = os.environ.get("OUT")
     if out_dir:

@@ -9,3 +9,4 @@ OUT="${OUT:-/tmp/out}"
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OROCHI_TEST_DATA_DIR="$root/tests/data" OROCHI_BINARY="$root/gpu-dist/orochi"
+export LD_LIBRARY_PATH="$root/gpu-dist/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -12,6 +12,7 @@
 #include "apps/args.h"
 #include "apps/commands.h"
 #include "apps/engine_options_cli.h"
+#include "apps/model_source_options.h"
 #include "engine/gpu_backend.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_request.h"
@@ -45,8 +46,8 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
                                            "dump-outputs", "gpus", "parallel", "comm-timeout", "vram-per-gpu", "tier",
-                                           "slots", "set"},
-                                    {"json", "profile"});
+                                           "slots", "set", "lora"},
+                                    {"json", "profile"}, {"lora"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
     return fail(usage_error("bench takes dit or text (orochi help bench)"));
@@ -80,6 +81,11 @@ int run_bench(const std::vector<std::string>& argv) {
     o.vram_per_gpu_gib = *cap;
   }
   o.tier = args->get("tier", "host");
+  for (const std::string& v : args->get_all("lora")) {
+    Expected<engine::LoraSource> lora = parse_lora_option(v);
+    if (!lora) return fail(lora.status());
+    o.loras.push_back(std::move(*lora));
+  }
   o.profile = args->has("profile");
   o.dump_outputs = args->get("dump-outputs", "");
   if (args->has("dump-outputs") &&

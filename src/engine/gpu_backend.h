@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "engine/engine_options.h"
 #include "engine/run_switches.h"
 #include "models/h3/denoiser.h"
 #include "pipeline/decoders.h"
@@ -67,6 +68,7 @@ struct BenchDitOptions {
   int slots = 2;
   bool profile = false;
   std::string dump_outputs;  // non-empty: write the last forward's inputs and outputs there
+  std::vector<LoraSource> loras;  // merged on the GPU into the random weights, in order
   RunSwitches switches;
   std::function<void(const std::string&)> on_note;
 };

@@ -22,6 +22,7 @@
 #include "models/h3/cuda/gpu_parallel.h"
 #include "models/h3/cuda/gpu_runner.h"
 #include "models/h3/flops.h"
+#include "models/h3/lora.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
 #include "pipeline/video_geometry.h"
@@ -95,6 +96,12 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
                                   .latent_height = geometry.latent_height, .latent_width = geometry.latent_width,
                                   .audio_latents = geometry.audio_latents, .keyframes = {}};
   OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, pipeline::build_packed_layout(request));
+  // The LoRA files read and mapped first: a bad file is refused before any GPU work.
+  std::vector<h3::H3Lora> loras;
+  for (const LoraSource& l : o.loras) {
+    OROCHI_ASSIGN_OR_RETURN(h3::H3Lora lora, h3::read_lora(l.path, config));
+    loras.push_back(std::move(lora));
+  }
   const h3::ForwardFlops flops = h3::forward_flops(config, layout.rows, o.text_rows);
   // Random inputs: counter-based, so every run and machine times the same numbers.
   constexpr float kTimestepVideo = 0.3f, kTimestepAudio = 0.4f;
@@ -153,6 +160,19 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   }
   h3::gpu::H3GpuRunner& runner0 = gpus_run.runner(0);
   OROCHI_RETURN_IF_ERROR(gpus_run.init_random_weights(static_cast<uint64_t>(o.seed)));
+  nlohmann::json lora_json = nlohmann::json::array();
+  for (size_t i = 0; i < loras.size(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    OROCHI_RETURN_IF_ERROR(gpus_run.merge_lora(loras[i], o.loras[i].strength));
+    const double merge_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    lora_json.push_back({{"file", o.loras[i].path}, {"strength", o.loras[i].strength},
+                         {"format", h3::lora_format_name(loras[i].format)}, {"parameters", loras[i].deltas.size()},
+                         {"merge_s", merge_s}});
+    std::snprintf(line, sizeof line, "LoRA %s (%s, %zu parameters) merged on the GPU at strength %g in %.3f s",
+                  o.loras[i].path.c_str(), h3::lora_format_name(loras[i].format), loras[i].deltas.size(),
+                  o.loras[i].strength, merge_s);
+    note(line);
+  }
   OROCHI_RETURN_IF_ERROR(gpus_run.set_request(ts.timesteps, in));
 
   std::vector<double> times;
@@ -198,7 +218,8 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
         {"format", "orochi-h3-forward-dump-v1"}, {"res", o.res},
         {"frames", std::to_string(o.frames)},    {"text_rows", std::to_string(o.text_rows)},
         {"layers", std::to_string(o.layers)},    {"seed", std::to_string(o.seed)},
-        {"weights", "h3::gpu::random_gpu_weights + random_adaln_source"}};
+        {"weights", "h3::gpu::random_gpu_weights + random_adaln_source"},
+        {"loras", lora_json.dump()}};
     OROCHI_RETURN_IF_ERROR(dump_forward(o.dump_outputs, in, ts, out, metadata));
     note("wrote the last forward's inputs and outputs to " + o.dump_outputs);
   }
@@ -220,6 +241,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
                    {"tp", parallel.tp}, {"sp", parallel.sp}, {"layout_why", degrees.why},
                    {"attention", runner0.attention_kernel()}, {"switches", run_switches_json(o.switches)}};
   if (o.profile) j["profile"] = profile;
+  if (!o.loras.empty()) j["loras"] = lora_json;
   if (streaming) {
     const weights::StreamStats* st = runner0.stream_stats();
     j["streaming"] = {{"vram_per_gpu_gib", *o.vram_per_gpu_gib},

@@ -48,6 +48,10 @@ Status H3MultiGpu::init_random_weights(uint64_t seed) {
   return on_every_rank([&](int r) { return runners_[r]->init_random_weights(seed); });
 }
 
+Status H3MultiGpu::merge_lora(const H3Lora& lora, float strength) {
+  return on_every_rank([&](int r) { return runners_[r]->merge_lora(lora, strength); });
+}
+
 Status H3MultiGpu::upload_weights(const H3Weights& host) {
   return on_every_rank([&](int r) { return runners_[r]->upload_weights(host); });
 }

@@ -30,6 +30,7 @@ class H3MultiGpu {
 
   Status init_random_weights(uint64_t seed);
   Status upload_weights(const H3Weights& host);
+  Status merge_lora(const H3Lora& lora, float strength);  // every rank's (H3GpuRunner::merge_lora)
   // Every rank's request arena (H3GpuRunner::reserve_request / free_request / request_fits).
   Status reserve_request(const RequestSize& max);
   void free_request();

@@ -1,5 +1,7 @@
 #include "models/h3/cuda/gpu_runner.h"
 
+#include "models/h3/cuda/gpu_lora.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -166,6 +168,14 @@ Status H3GpuRunner::init_random_weights(uint64_t seed) {
   adaln_ = random_adaln_source(config_, seed, stream_);
   OROCHI_RETURN_IF_ERROR(synchronize());
   return start_streaming();
+}
+
+Status H3GpuRunner::merge_lora(const H3Lora& lora, float strength) {
+  if (rank_.tp_size > 1 || streaming_.any())
+    return unsupported("a LoRA on GPU-generated weights needs the whole model resident on each GPU (no tensor "
+                       "parallel, no streamed blocks): use --parallel none or spN and no --vram-per-gpu");
+  OROCHI_RETURN_IF_ERROR(merge_lora_on_gpu(weights_, adaln_, lora, strength, stream_));
+  return synchronize();
 }
 
 Status H3GpuRunner::upload_weights(const H3Weights& host) {

@@ -36,6 +36,7 @@
 #include "layers/cuda/ulysses.h"
 #include "models/h3/request_buffers.h"
 #include "models/h3/cuda/gpu_weights.h"
+#include "models/h3/lora.h"
 #include "models/h3/transformer.h"
 #include "weights/block_streamer.h"
 
@@ -81,6 +82,9 @@ class H3GpuRunner {
 
   Status init_random_weights(uint64_t seed);
   Status upload_weights(const H3Weights& host);
+  // A LoRA merged into the weights already here (gpu_lora.h): random weights, which have no host
+  // copy. The whole model only (no TP share, nothing streamed); host weights merge before upload.
+  Status merge_lora(const H3Lora& lora, float strength);
 
   // The request arena for requests up to `max` (create() reserves one): the weights stay, the
   // previous request's buffers go. free_request() gives the arena back between requests;
