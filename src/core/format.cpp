@@ -27,6 +27,13 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::string format_grouped(int64_t count) {
+  std::string s = std::to_string(count);
+  const int first = s[0] == '-' ? 1 : 0;
+  for (int i = static_cast<int>(s.size()) - 3; i > first; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
 std::string format_count(int64_t count) {
   const char* units[] = {"", " K", " M", " B", " T"};
   double v = static_cast<double>(count);

@@ -54,7 +54,9 @@ PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus) {
   phase.notes = spec.notes;
   phase.passes = spec.passes;
   const int computing = spec.layout.degree;
-  phase.layout = spec.layout.kind == ParallelLayout::Kind::kNone ? "one GPU" : spec.layout.name();
+  phase.layout = !spec.layout_text.empty()                         ? spec.layout_text
+                 : spec.layout.kind == ParallelLayout::Kind::kNone ? "one GPU"
+                                                                   : spec.layout.name();
   const uint64_t margin = margin_bytes(gpus.vram_bytes);
 
   uint64_t other = margin;

@@ -14,6 +14,7 @@ namespace orochi::planner {
 struct PhaseSpec {
   std::string name, about;
   ParallelLayout layout;  // of this phase (may be narrower than the request's)
+  std::string layout_text;  // shown instead of the layout's name when set (a phase that splits work, not weights)
   std::vector<std::string> notes;
   std::vector<WeightGroup> groups;
   std::vector<BufferBytes> buffers;  // per computing GPU

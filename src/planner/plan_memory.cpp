@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/format.h"
 #include "models/h3/flops.h"
 #include "planner/capacity.h"
 #include "planner/decode_memory.h"
+#include "planner/encode_memory.h"
 #include "planner/h3_denoiser_memory.h"
 #include "planner/phase_builder.h"
 #include "planner/text_encoder_memory.h"
@@ -16,11 +18,7 @@ namespace {
 constexpr uint64_t kContextBytes = 256 * kMiB;     // CUDA context + cuBLASLt/cuDNN handles (lazy loading)
 constexpr uint64_t kMinSafetyBytes = 512 * kMiB;   // fragmentation, other processes
 
-std::string count(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-  return s;
-}
+std::string count(int64_t v) { return format_grouped(v); }
 
 // One GPU whatever the request's layout: the runtime has no parallel text encoder. The other GPUs
 // may still hold its streamed layers (peer tier) when its policy allows.
@@ -40,6 +38,48 @@ PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
     p.notes.push_back("runs on GPU 0 alone (no parallel text encoder); the other GPUs wait in this phase");
   p.notes.push_back("freed before the denoiser phase; only the features [L, " + std::to_string(t.hidden_size) +
                     "] stay");
+  return p;
+}
+
+// The encoders on every computing GPU of the request's layout, as the decode: each holds them whole
+// (the references and clips can then be shared among the GPUs; one GPU needs the same).
+Expected<PhaseSpec> encode_phase(const PlanInput& in, const EncodeWork& work) {
+  PhaseSpec p;
+  p.name = "reference encode";
+  int64_t pictures = 0, videos = 0, clips = 0, tiles = 0, latents = 0;
+  for (const VisualEncode& e : work.visuals) {
+    (e.latent_frames == 1 ? pictures : videos) += 1;
+    clips += e.clips;
+    tiles += e.clips * e.tiles;
+  }
+  for (const AudioEncode& a : work.audio) latents += a.latents;
+  auto some = [](int64_t n, const char* one, const char* many) {
+    return n == 0 ? std::string() : std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  std::vector<std::string> parts;
+  if (!work.visuals.empty()) {
+    const std::string inputs = some(pictures, "picture", "pictures") +
+                               (pictures > 0 && videos > 0 ? " and " : "") + some(videos, "video", "videos");
+    parts.push_back("video VAE encoder (fp32) over " + inputs + ": " + some(clips, "clip", "clips") + ", " +
+                    some(tiles, "tile", "tiles") + " in all");
+  }
+  if (!work.audio.empty())
+    parts.push_back("audio VAE encoder (fp32) over " +
+                    some(static_cast<int64_t>(work.audio.size()), "soundtrack or clip", "soundtracks and clips") +
+                    ", 2 x " + count(latents) + " latents");
+  for (const std::string& part : parts) p.about += (p.about.empty() ? "" : "; ") + part;
+  p.layout = in.layout;
+  if (in.layout.degree > 1) p.layout_text = "each of " + std::to_string(in.layout.degree) + " GPUs";
+  p.tiers = in.tiers;
+  p.groups = encode_weight_groups(in.models, work);
+  OROCHI_ASSIGN_OR_RETURN(p.buffers, encode_buffers(in.models, work));
+  if (in.layout.degree > 1)
+    p.notes.push_back("each of the " + std::to_string(in.layout.degree) + " GPUs holds the encoders whole (they share "
+                      "out references and clips, not weights)");
+  if (work.visuals.size() > 1)
+    p.notes.push_back("the video encoder's activations are sized for one input at a time, the largest shown");
+  p.notes.push_back("each tile's moments come back to the host, where they are stitched and sampled (seed 42): the "
+                    "latents stay in host RAM; both encoders are freed before the text encoder");
   return p;
 }
 
@@ -98,6 +138,14 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* k
   } else {
     OROCHI_ASSIGN_OR_RETURN(plan.shape, request_shape(in.models, in.request));
   }
+  // The references' encode first (fl2va keyframes, ref2va references), then the t2va phases.
+  OROCHI_ASSIGN_OR_RETURN(const EncodeWork work, encode_work(in.models, in.request, plan.shape.geometry));
+  if (!work.empty()) {
+    OROCHI_ASSIGN_OR_RETURN(const PhaseSpec encode, encode_phase(in, work));
+    plan.phases.push_back(build_phase(encode, in.gpus));
+    plan.host_reference_media_bytes = reference_media_bytes(in.models, work);
+    plan.host_reference_latent_bytes = reference_latent_bytes(in.models, work);
+  }
   for (const PhaseSpec& spec :
        {text_encoder_phase(in, plan.shape), denoiser_phase(in, plan.shape), decode_phase(in, plan.shape)})
     plan.phases.push_back(build_phase(spec, in.gpus));
@@ -119,7 +167,7 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* k
   const pipeline::VideoGeometry& g = plan.shape.geometry;
   plan.host_output_bytes = static_cast<uint64_t>(3 * g.frames * g.width * g.height) * 4 +
                            static_cast<uint64_t>(2 * g.audio_latents * in.models.audio_vae.hop_length()) * 4;
-  const PhasePlan& denoiser = plan.phases[1];
+  const PhasePlan& denoiser = *plan.phase("denoiser");
   const double flops = h3::forward_flops(in.models.transformer, plan.shape.rows, plan.shape.text_rows).total();
   plan.step_compute_s = flops / (in.layout.degree * in.gpus.tflops * 1e12);
   plan.step_stream_s = static_cast<double>(denoiser.peer_read_bytes) / (in.gpus.peer_gbps * 1e9) +
@@ -129,6 +177,12 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* k
     if (!plan.fits) plan.suggestions = suggest_fixes(in, plan.shape);
   }
   return plan;
+}
+
+const PhasePlan* MemoryPlan::phase(const std::string& name) const {
+  for (const PhasePlan& p : phases)
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 Expected<MemoryPlan> plan_memory(const PlanInput& input) { return plan_memory_impl(input, nullptr, true); }

@@ -29,17 +29,26 @@ struct CapacityRow {
 struct MemoryPlan {
   PlanInput input;
   RequestShape shape;
-  std::vector<PhasePlan> phases;  // text encoder, denoiser, decode (each frees the one before)
+  // [reference encode, with keyframes or references,] text encoder, denoiser, decode (each frees
+  // the one before); find one by name (phase()).
+  std::vector<PhasePlan> phases;
   bool fits = false;
   uint64_t spare = 0;      // least free bytes over GPUs and phases, when it fits
   uint64_t shortfall = 0;  // most missing bytes over GPUs and phases, when it does not
   std::string tightest;    // "GPU 0, denoiser phase"
   uint64_t host_weight_bytes = 0;  // weights read from host RAM (host tier + streamed once), all phases
   uint64_t host_output_bytes = 0;  // decoded frames f32 and waveform on the host
+  // With keyframes or references: what the encoders read (u8 pixels, f32 waveforms at 32 kHz) and
+  // the f32 latents they give, on the host (encode_memory.h).
+  uint64_t host_reference_media_bytes = 0, host_reference_latent_bytes = 0;
   double step_compute_s = 0;       // denoiser forward at GpuSet::tflops per computing GPU (estimate)
   double step_stream_s = 0;        // peer + host weight copies per forward per computing GPU
   std::vector<std::string> suggestions;  // when it does not fit: changes that make it fit
   std::vector<CapacityRow> capacity;     // 1..gpus.count
+
+  // The phase named `name` ("reference encode", "text encoder", "denoiser", "decode"); nullptr when
+  // the plan has none (no reference encode for t2va).
+  const PhasePlan* phase(const std::string& name) const;
 };
 
 // Errors: invalid_argument for --gpus outside [1, 64], VRAM <= 0, a layout wider than the GPUs or

@@ -71,6 +71,21 @@ std::string tiers_text(const TierPolicy& t) {
                        t.staging_slots);
 }
 
+// "S = 59,018 rows: text 13,548, target video 37,296 + audio 414; images 2 (7,296), videos 1 (32,256 +
+// soundtrack 414), audio clips 1 (414)".
+std::string rows_line(const RequestShape& shape) {
+  const pipeline::RowCounts& n = shape.row_counts;
+  std::string out = "S = " + format_grouped(shape.rows) + " rows: text " + format_grouped(n.text) + ", target video " +
+                    format_grouped(n.target_video) + " + audio " + format_grouped(n.target_audio);
+  if (n.keyframes > 0) out += "; keyframes " + format_grouped(n.keyframes);
+  if (n.images > 0) out += "; images " + std::to_string(n.images) + " (" + format_grouped(n.image_rows) + ")";
+  if (n.videos > 0)
+    out += "; videos " + std::to_string(n.videos) + " (" + format_grouped(n.video_rows) +
+           (n.soundtrack_rows > 0 ? " + soundtracks " + format_grouped(n.soundtrack_rows) : std::string()) + ")";
+  if (n.audio_clips > 0) out += "; audio clips " + std::to_string(n.audio_clips) + " (" + format_grouped(n.audio_clip_rows) + ")";
+  return out;
+}
+
 }  // namespace
 
 std::string plan_summary_line(const MemoryPlan& plan) {
@@ -83,8 +98,9 @@ std::string plan_text(const MemoryPlan& plan) {
   const PlanInput& in = plan.input;
   const pipeline::VideoGeometry& geo = plan.shape.geometry;
   std::string out =
-      format_printf("orochi plan: %s, t2va %lldx%lld, %lld frames (%lld latent), %lld steps, %lld text rows\n",
+      format_printf("orochi plan: %s, %s %lldx%lld, %lld frames (%lld latent), %lld steps, %lld text rows\n",
                     in.models.source == "h3" ? "MiniMax-H3 (released configs)" : in.models.source.c_str(),
+                    plan.shape.workflow.c_str(),
                     static_cast<long long>(geo.width), static_cast<long long>(geo.height),
                     static_cast<long long>(geo.frames), static_cast<long long>(geo.latent_frames),
                     static_cast<long long>(plan.shape.steps), static_cast<long long>(plan.shape.text_rows));
@@ -92,7 +108,8 @@ std::string plan_text(const MemoryPlan& plan) {
                        in.gpus.count, to_gib(in.gpus.vram_bytes), in.layout.name().c_str(), in.gpus.peer_gbps,
                        in.gpus.host_gbps, tiers_text(in.tiers).c_str());
   if (in.text_encoder_tiers) out += "; text encoder: " + tiers_text(*in.text_encoder_tiers);
-  out += "\nno weights were loaded: sizes come from the configs\n";
+  out += "\npacked sequence: " + rows_line(plan.shape) + "\n";
+  out += "no weights were loaded: sizes come from the configs\n";
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const PhasePlan& phase = plan.phases[i];
     out += format_printf("\nphase %zu/%zu  %s (%s): %s\n", i + 1, plan.phases.size(), phase.name.c_str(),
@@ -119,8 +136,12 @@ std::string plan_text(const MemoryPlan& plan) {
                        plan.step_stream_s == 0                     ? ""
                        : plan.step_stream_s <= plan.step_compute_s ? " (hidden behind compute)"
                                                                    : " (copies bound the step)");
-  out += format_printf("host RAM: %.2f GiB of weights read from the host, %.2f GiB of decoded frames and audio\n",
+  out += format_printf("host RAM: %.2f GiB of weights read from the host, %.2f GiB of decoded frames and audio",
                        to_gib(plan.host_weight_bytes), to_gib(plan.host_output_bytes));
+  if (plan.host_reference_media_bytes + plan.host_reference_latent_bytes > 0)
+    out += format_printf(", %.2f GiB of decoded references and %.2f GiB of their latents",
+                         to_gib(plan.host_reference_media_bytes), to_gib(plan.host_reference_latent_bytes));
+  out += "\n";
   if (!plan.capacity.empty()) {
     out += format_printf(
         "\nequivalent single-GPU capacity (GPUs of %.2f GiB, this request, denoiser and decode weights "

@@ -25,6 +25,8 @@ Expected<RequestShape> request_shape(const ModelConfigs& models, const PlanReque
   t2va.references = request.references;
   OROCHI_ASSIGN_OR_RETURN(s.t2va, pipeline::plan_t2va(models.transformer, t2va));
   s.geometry = s.t2va.geometry;
+  s.workflow = !request.references.empty() ? "ref2va" : !request.keyframes.empty() ? "fl2va" : "t2va";
+  s.row_counts = pipeline::row_counts(s.t2va);
   const pipeline::PackedLayout& layout = s.t2va.layout;
   s.rows = layout.rows;
   s.text_rows = request.text_rows;

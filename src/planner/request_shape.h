@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/status.h"
 #include "pipeline/t2va.h"
@@ -12,7 +13,9 @@
 namespace orochi::planner {
 
 struct RequestShape {
+  std::string workflow = "t2va";  // "fl2va" with keyframes, "ref2va" with references
   pipeline::T2vaPlan t2va;  // the run's own plan of the layout and schedules (pipeline::plan_t2va)
+  pipeline::RowCounts row_counts;  // the packed rows by what they hold (pipeline::row_counts)
   pipeline::VideoGeometry geometry;
   int64_t rows = 0;        // S, the packed sequence
   int64_t text_rows = 0;   // L
