@@ -57,14 +57,13 @@ TEST(CliReferences, PlanListsTheReferencesInCommandLineOrder) {
   const testing::CliResult r = testing::run_orochi("plan --ref-image " + m.b + " --ref-video " + m.video +
                                                    " --ref-audio " + m.wav + " --ref-image=" + m.a +
                                                    " --ref-video-audio off --ref-size match");
-  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(r.code, 0) << r.output;  // planned: test_cli_plan_references checks its rows
   const size_t b = r.output.find("--ref-image " + m.b), v = r.output.find("--ref-video " + m.video),
                w = r.output.find("--ref-audio " + m.wav), a = r.output.find("--ref-image " + m.a);
   ASSERT_NE(b, std::string::npos) << r.output;
   ASSERT_NE(a, std::string::npos) << r.output;
   EXPECT_TRUE(b < v && v < w && w < a) << r.output;
   EXPECT_TRUE(contains(r.output, "left out (--ref-video-audio off)")) << r.output;
-  EXPECT_TRUE(contains(r.output, "not built yet")) << r.output;
 }
 
 // fl2va's keyframe rows are in the plan: one conditioning frame of rows each, the canvas from the
@@ -78,8 +77,14 @@ TEST(CliReferences, PlanOfAnFl2vaRequestCountsItsKeyframeRows) {
   ASSERT_EQ(t2va.code, 0) << t2va.output;
   ASSERT_EQ(fl2va.code, 0) << fl2va.output;
   const nlohmann::json a = nlohmann::json::parse(t2va.output), b = nlohmann::json::parse(fl2va.output);
-  // 768p: 1344x768 / 16 / 2 / 2 -> 42 x 24 patches per latent frame, two keyframes.
-  EXPECT_EQ(b["request"]["packed_rows"].get<int64_t>() - a["request"]["packed_rows"].get<int64_t>(), 2 * 42 * 24);
+  // 768p: 1344x768 / 16 / 2 / 2 -> 42 x 24 patches per latent frame, two keyframes; and in the text
+  // rows each keyframe's presentation: its vision tokens (1344x768 / 32²) between vision start and
+  // end, and its "<Picture i>: " label (estimated at 6 tokens without the model's tokenizer).
+  EXPECT_EQ(b["request"]["rows"]["keyframes"].get<int64_t>(), 2 * 42 * 24);
+  EXPECT_EQ(b["request"]["text_rows"].get<int64_t>() - a["request"]["text_rows"].get<int64_t>(),
+            2 * (42 * 24 + 2 + 6));
+  EXPECT_EQ(b["request"]["packed_rows"].get<int64_t>() - a["request"]["packed_rows"].get<int64_t>(),
+            2 * 42 * 24 + 2 * (42 * 24 + 2 + 6));
   const testing::CliResult canvas = testing::run_orochi("plan --image " + m.a);
   EXPECT_EQ(canvas.code, 0) << canvas.output;
   EXPECT_TRUE(contains(canvas.output, "fl2va references")) << canvas.output;

@@ -12,9 +12,9 @@
 #include "apps/commands.h"
 #include "apps/engine_options_cli.h"
 #include "apps/generate_options.h"
+#include "apps/plan_references.h"
 #include "apps/reference_options.h"
 #include "apps/request_limits.h"
-#include "engine/reference_checks.h"
 #include "pipeline/sampling.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
@@ -82,46 +82,19 @@ Expected<planner::PlanInput> parse_input(const Args& args, pipeline::Sampling& s
   const EngineCli cli{"", gpus, "auto", 60, args.get("set", ""), true, "orochi plan"};
   OROCHI_ASSIGN_OR_RETURN(const engine::EngineOptions options, engine_options_from(cli));
   in.sp = options.switches.sp;
+  // --precision: the weight bytes of the denoiser's linears (what generate will take; bf16 runs today).
+  Expected<Precision> precision = parse_precision(args.get("precision", "bf16"));
+  if (!precision) return usage_error(precision.status().message());
+  in.precision = *precision;
   return in;
-}
-
-// fl2va / ref2va: the references checked from their headers as generate checks them (no weight and
-// no pixel read), and listed. fl2va's keyframe rows join the plan (and without --res its canvas is
-// the first keyframe's, as generate takes it); ref2va's rows are not in the memory plan yet, so such
-// a plan is refused rather than shown without them.
-Status plan_references(const Args& args, planner::PlanInput& input) {
-  OROCHI_ASSIGN_OR_RETURN(const ReferenceOptions refs, parse_reference_options(args));
-  if (refs.references.empty()) return Status::ok();
-  engine::GenerateRequest request;
-  request.width = input.request.width;
-  request.height = input.request.height;
-  request.frames = input.request.frames;
-  request.references = refs.references;
-  request.ref_size = refs.ref_size;
-  OROCHI_ASSIGN_OR_RETURN(const engine::ReferenceCheck checked, engine::check_references(request));
-  if (!args.has("json")) {
-    std::printf("%s references, in request order:\n", checked.workflow.c_str());
-    for (const engine::CheckedReference& c : checked.references)
-      std::printf("  %s\n", engine::describe_reference(c).c_str());
-  }
-  if (checked.workflow == "fl2va") {
-    input.request.keyframes = engine::keyframe_anchors(request);
-    if (!args.has("res") && checked.keyframe_canvas) {
-      input.request.width = checked.keyframe_canvas->width;
-      input.request.height = checked.keyframe_canvas->height;
-    }
-    return Status::ok();
-  }
-  return unsupported("the memory plan of a " + checked.workflow + " request (its reference rows, the vision and "
-                     "VAE encoders) is not built yet (issue 23); the references above are valid. `orochi plan` "
-                     "without reference flags plans the t2va request of the same size");
 }
 
 }  // namespace
 
 int run_plan(const std::vector<std::string>& argv) {
   std::set<std::string> valued = {"model", "res", "frames", "text-rows", "gpus", "vram-per-gpu", "parallel",
-                                  "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops", "set"};
+                                  "tiers", "staging-slots", "link", "peer-gbps", "host-gbps", "tflops", "set",
+                                  "precision"};
   std::set<std::string> repeatable;
   add_reference_options(valued, repeatable);
   add_sampling_options(valued);
@@ -133,7 +106,10 @@ int run_plan(const std::vector<std::string>& argv) {
   Expected<planner::PlanInput> input = parse_input(*args, sampling);
   if (!input) return fail(input.status());
   if (!args->has("json")) std::printf("schedule: %s\n", pipeline::describe_sampling(sampling).c_str());
-  if (Status s = plan_references(*args, *input); !s.is_ok()) return fail(s);
+  // fl2va / ref2va: the references from their headers, their rows and the conditioner's L.
+  Expected<PlannedReferences> refs = plan_references(*args, *input);
+  if (!refs) return fail(refs.status());
+  if (!args->has("json")) std::fputs(references_text(*refs).c_str(), stdout);
   // --parallel auto: the layout generate would take for --gpus N (planner/parallel_choice.h).
   Expected<planner::MemoryPlan> plan = unsupported("no plan");
   if (args->get("parallel", planner::kDefaultParallel) == "auto") {
@@ -146,8 +122,13 @@ int run_plan(const std::vector<std::string>& argv) {
     plan = planner::plan_memory(*input);
   }
   if (!plan) return fail(plan.status());
+  // ref2va: what the other --ref-size would cost, on the same layout.
+  Expected<RefSizeAlternative> other = other_ref_size(*args, plan->input, *refs);
+  if (!other) return fail(other.status());
   if (args->has("json")) {
     nlohmann::json j = planner::plan_json(*plan);
+    if (refs->workflow != "t2va") j["references"] = references_json(*refs);
+    if (!other->line.empty()) j["ref_size_alternative"] = other->json;
     j["sampling"] = {{"preset", sampling.preset.empty() ? nlohmann::json() : nlohmann::json(sampling.preset)},
                      {"steps", sampling.steps},
                      {"video_sigmas", plan->shape.t2va.video_schedule.sigmas},
@@ -155,6 +136,7 @@ int run_plan(const std::vector<std::string>& argv) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::fputs(planner::plan_text(*plan).c_str(), stdout);
+    if (!other->line.empty()) std::printf("%s\n", other->line.c_str());
   }
   return plan->fits ? 0 : 1;
 }

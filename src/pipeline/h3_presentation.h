@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -72,5 +73,27 @@ Expected<Presentation> build_fl2va_presentation(const text::BpeTokenizer& tokeni
 Expected<Presentation> build_ref2va_presentation(const text::BpeTokenizer& tokenizer, const std::string& prompt,
                                                  const std::vector<PresentationReference>& references,
                                                  int64_t merge_size = 2);
+
+// The presentation's size without its token ids, for the planner (configs and media headers alone):
+// the vision blocks are exact, every text segment (label, timestamp) takes what `count` says (a
+// tokenizer's count, or estimated_segment_tokens()), the prompt `prompt_tokens`. Errors: those of
+// the builders above, and a prompt of fewer than 1 token.
+struct PresentationSize {
+  int64_t rows = 0;            // L
+  int64_t vision_tokens = 0;   // the pad tokens: the tower's merged outputs
+  int64_t vision_patches = 0;  // the patches the tower reads
+  int64_t label_rows = 0;      // label and timestamp text before the prompt (tag 1)
+  int64_t prompt_rows = 0;
+};
+using SegmentTokenCount = std::function<Expected<int64_t>(const std::string& segment)>;
+// "<Picture 1>: ", "<Audio 2>: ", "<2.2 seconds>" take about 6 tokens each in Qwen's BPE (REF2VA.md §6).
+inline constexpr int64_t kEstimatedSegmentTokens = 6;
+SegmentTokenCount estimated_segment_tokens();
+Expected<PresentationSize> fl2va_presentation_size(const std::vector<VisionGrid>& keyframe_grids,
+                                                  int64_t prompt_tokens, const SegmentTokenCount& count,
+                                                  int64_t merge_size = 2);
+Expected<PresentationSize> ref2va_presentation_size(const std::vector<PresentationReference>& references,
+                                                   int64_t prompt_tokens, const SegmentTokenCount& count,
+                                                   int64_t merge_size = 2);
 
 }  // namespace orochi::pipeline

@@ -1,5 +1,6 @@
 #include "pipeline/reference/reference_audio.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -15,7 +16,16 @@ Status check_waveform(const Tensor& w) {
   return Status::ok();
 }
 
+// D truncates at the native rate to the target's duration: wav[:, : int((F / 24) * sr)].
+int64_t kept_samples(int64_t samples, int64_t sample_rate, double max_seconds) {
+  return std::min(samples, static_cast<int64_t>(max_seconds * static_cast<double>(sample_rate)));
+}
 }  // namespace
+
+int64_t reference_audio_samples(int64_t samples, int64_t sample_rate, double max_seconds) {
+  const int64_t keep = kept_samples(samples, sample_rate, max_seconds);
+  return keep <= 0 ? 0 : sinc_resample_length(keep, sample_rate, kAudioVaeRate);
+}
 
 Expected<Tensor> normalize_reference_audio(const Tensor& waveform, int64_t sample_rate, double max_seconds) {
   OROCHI_RETURN_IF_ERROR(check_waveform(waveform));
@@ -27,7 +37,7 @@ Expected<Tensor> normalize_reference_audio(const Tensor& waveform, int64_t sampl
   if (!(max_seconds > 0))
     return invalid_argument("the target duration must be positive, got " + std::to_string(max_seconds));
   // D: waveform[:, : int(max_duration * sample_rate)], Python's int() truncating the float product.
-  const int64_t keep = std::min(waveform.dim(1), static_cast<int64_t>(max_seconds * static_cast<double>(sample_rate)));
+  const int64_t keep = kept_samples(waveform.dim(1), sample_rate, max_seconds);
   if (keep <= 0) return invalid_argument("the reference audio has no samples; give a clip of at least a few seconds");
   const Tensor in = waveform.contiguous();
   Tensor stereo = Tensor::uninitialized({2, keep}, DType::kF32);  // [2, keep]

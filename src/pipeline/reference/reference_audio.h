@@ -14,6 +14,11 @@ namespace orochi::pipeline::reference {
 inline constexpr int64_t kAudioVaeRate = 32000;
 inline constexpr int64_t kAudioVaeHop = 800;
 
+// Samples per channel a reference of `samples` native samples at `sample_rate` becomes at 32 kHz:
+// min(samples, int(max_seconds * sample_rate)) kept, then resampled (0 when nothing is kept).
+// Rates must be positive. The planner sizes references from their headers with it.
+int64_t reference_audio_samples(int64_t samples, int64_t sample_rate, double max_seconds);
+
 // f32 [C, N] (C = 1 or 2) at `sample_rate` -> f32 [2, N'] at 32 kHz, N' = ceil(min(N, int(max_seconds *
 // sample_rate)) * 32000 / sample_rate). invalid_argument for another channel count (D refuses more
 // than 2; downmix first), a rate <= 0, max_seconds <= 0 or nothing left after the truncation.

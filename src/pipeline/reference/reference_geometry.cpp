@@ -66,6 +66,16 @@ Expected<Size> reference_image_size(int64_t width, int64_t height, ImageSizePoli
               snap_axis(static_cast<double>(height) * scale, multiple)};
 }
 
+Expected<Size> reference_video_canvas(int64_t width, int64_t height, const CanvasRule& rule, ImageSizePolicy policy) {
+  if (width <= 0 || height <= 0)
+    return invalid_argument("a reference video must have a positive size, got " + size_text(width, height));
+  OROCHI_ASSIGN_OR_RETURN(const Size own,
+                          resolve_canvas_size(static_cast<double>(width), static_cast<double>(height), rule));
+  if (policy == ImageSizePolicy::kShortEdge || own.width * own.height <= width * height) return own;
+  // `match` at scale 1 (the canvas would upscale it): the source snapped to the multiple.
+  return reference_image_size(width, height, ImageSizePolicy::kMatch, {width, height}, 0, rule.multiple);
+}
+
 Expected<CoverCrop> cover_crop(int64_t width, int64_t height, Size canvas) {
   if (width <= 0 || height <= 0 || canvas.width <= 0 || canvas.height <= 0)
     return invalid_argument("cannot cover a " + size_text(canvas.width, canvas.height) + " canvas with a " +
@@ -96,6 +106,15 @@ int64_t reference_video_vae_frames(int64_t frames) {
 int64_t video_latent_frames(int64_t frames) {
   if (frames <= 1) return 1;
   return (frames - kLatentsPerChunk) / kFramesPerChunk * kLatentsPerChunk + 2;
+}
+
+EncodedVideo encoded_reference_video(int64_t frames) {
+  EncodedVideo e;
+  e.frames = std::min(frames, reference_video_vae_frames(frames));
+  constexpr int64_t kDroppedLatents = 3;  // D drops the last 3 latents of the whole sequence
+  e.latents = e.frames <= 1 ? 1
+                            : (e.frames + kFramesPerChunk - 1) / kFramesPerChunk * kLatentsPerChunk - kDroppedLatents;
+  return e;
 }
 
 }  // namespace orochi::pipeline::reference

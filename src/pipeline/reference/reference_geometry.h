@@ -38,6 +38,13 @@ enum class ImageSizePolicy {
 Expected<Size> reference_image_size(int64_t width, int64_t height, ImageSizePolicy policy = ImageSizePolicy::kShortEdge,
                                     Size canvas = {1344, 768}, int64_t short_edge = 2048, int64_t multiple = 32);
 
+// The canvas a reference video's frames are resized to: D's (and S's) canvas its own aspect resolves
+// to (resolve_canvas_size with `rule`, upscaling included); under kMatch (ComfyUI's: never upscale) that
+// canvas only when it is not larger than the video, else the video's own size snapped to the multiple.
+// invalid_argument for an empty video or one beyond 4:1.
+Expected<Size> reference_video_canvas(int64_t width, int64_t height, const CanvasRule& rule = {},
+                                      ImageSizePolicy policy = ImageSizePolicy::kShortEdge);
+
 // D `MiniMaxH3ResizeStep` for the second fl2va keyframe: the LANCZOS size that covers the canvas and the
 // centred crop window inside it.
 struct CoverCrop {
@@ -55,5 +62,15 @@ int64_t reference_video_vae_frames(int64_t frames);
 
 // Latent frames of a 17n + 5 frame clip: 5n + 2 (and 1 for a single frame).
 int64_t video_latent_frames(int64_t frames);
+
+// A normalized reference video of `frames` frames (>= 1) as the VAE encodes it: its first
+// min(frames, reference_video_vae_frames(frames)) frames (fewer than one clip stay as they are; the
+// encoder pads them with the last one) in ceil(P / 17) clips of 5 latents each, less the last 3 of
+// the whole sequence (1 latent for a single frame).
+struct EncodedVideo {
+  int64_t frames = 0;   // P
+  int64_t latents = 0;  // T_r (5n + 2 for P = 17n + 5)
+};
+EncodedVideo encoded_reference_video(int64_t frames);
 
 }  // namespace orochi::pipeline::reference

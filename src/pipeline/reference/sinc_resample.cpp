@@ -45,6 +45,16 @@ Expected<SincKernel> sinc_resample_kernel(int64_t orig_rate, int64_t new_rate) {
   return k;
 }
 
+int64_t sinc_resample_length(int64_t length, int64_t orig_rate, int64_t new_rate) {
+  if (orig_rate == new_rate) return length;
+  const int64_t g = std::gcd(orig_rate, new_rate);
+  // torchaudio's target_length: ceil(torch.as_tensor(new * length / orig)) on the reduced rates, where
+  // as_tensor makes the Python float an fp32 tensor first. From about 2^19 output samples on, fp32
+  // can round a quotient just above an integer down to it, and torchaudio keeps one sample less.
+  const double quotient = static_cast<double>(new_rate / g * length) / static_cast<double>(orig_rate / g);
+  return static_cast<int64_t>(std::ceil(static_cast<float>(quotient)));
+}
+
 Expected<Tensor> sinc_resample(const Tensor& waveform, int64_t orig_rate, int64_t new_rate) {
   if (!waveform.defined() || waveform.dtype() != DType::kF32 || waveform.ndim() != 2)
     return invalid_argument("resampling needs an f32 [channels, samples] waveform, got " +
@@ -53,11 +63,7 @@ Expected<Tensor> sinc_resample(const Tensor& waveform, int64_t orig_rate, int64_
   if (orig_rate == new_rate) return waveform.contiguous();
   const Tensor in = waveform.contiguous();
   const int64_t channels = in.dim(0), length = in.dim(1);
-  // torchaudio's target_length: ceil(torch.as_tensor(new * length / orig)) on the reduced rates, where
-  // as_tensor makes the Python float an fp32 tensor first. From about 2^19 output samples on, fp32
-  // can round a quotient just above an integer down to it, and torchaudio keeps one sample less.
-  const double quotient = static_cast<double>(k.target * length) / static_cast<double>(k.orig);
-  const int64_t out_length = static_cast<int64_t>(std::ceil(static_cast<float>(quotient)));
+  const int64_t out_length = sinc_resample_length(length, orig_rate, new_rate);
   Tensor out = Tensor::uninitialized({channels, out_length}, DType::kF32);  // [C, N']
   const float* src = in.data<float>();
   float* dst = out.data<float>();

@@ -25,6 +25,10 @@ struct SincKernel {
 // invalid_argument for a rate <= 0.
 Expected<SincKernel> sinc_resample_kernel(int64_t orig_rate, int64_t new_rate);
 
+// Samples sinc_resample gives for `length` input samples: torchaudio's ceil(new·N/orig) on the reduced
+// rates, the quotient rounded to fp32 first (length itself for equal rates). Both rates must be positive.
+int64_t sinc_resample_length(int64_t length, int64_t orig_rate, int64_t new_rate);
+
 // f32 [C, N] at orig_rate -> f32 [C, ceil(N * new / orig)] at new_rate. Equal rates return the input
 // unchanged (torchaudio's shortcut). invalid_argument for a rate <= 0 or a waveform that is not f32 [C, N].
 Expected<Tensor> sinc_resample(const Tensor& waveform, int64_t orig_rate, int64_t new_rate);
