@@ -1,6 +1,6 @@
-// --precision in the planner (issue 25): the option's parsing, which H3 weights it quantizes, and
-// the denoiser's weight bytes per precision (codes + per-channel f32 scales for the block linears,
-// everything else as in bf16).
+// --precision in the planner (issue 25): the option's parsing, which H3 weights it quantizes, the
+// denoiser's weight bytes per precision (codes + per-channel f32 scales for the block linears,
+// everything else as in bf16), what that changes on a 24 GiB GPU, and `orochi plan --precision`.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +10,8 @@
 #include "models/h3/parameters.h"
 #include "planner/h3_denoiser_memory.h"
 #include "planner/plan_memory.h"
+#include "support/cli.h"
+#include "support/planner_inputs.h"
 
 namespace orochi::planner {
 namespace {
@@ -76,6 +78,50 @@ TEST(Precision, BlockWeightsAreCodesPlusScales) {
   EXPECT_NEAR(to_gib(total_bf16), 37.44, 0.2);  // test_planner_pools' calibration
   EXPECT_LT(to_gib(total_fp8), 20.0);
   std::printf("resident denoiser weights: bf16 %.2f GiB, fp8/int8 %.2f GiB\n", to_gib(total_bf16), to_gib(total_fp8));
+}
+
+int streamed_blocks(const MemoryPlan& plan) {
+  const Expected<std::vector<bool>> streamed = streamed_denoiser_blocks(plan, 50);
+  EXPECT_TRUE(streamed.has_value()) << streamed.status().to_string();
+  if (!streamed) return -1;
+  int n = 0;
+  for (bool s : *streamed) n += s;
+  return n;
+}
+
+// What --precision is for: on a 24 GiB GPU the fp8 (or int8) denoiser keeps about twice the
+// blocks resident, so fewer stream from host RAM each step.
+TEST(Precision, A24GiBGpuKeepsMoreBlocksResident) {
+  PlanInput in = testing::h3_plan_input(24);
+  const MemoryPlan bf16 = testing::plan_or_fail(in);
+  in.precision = Precision::kFp8;
+  const MemoryPlan fp8 = testing::plan_or_fail(in);
+  in.precision = Precision::kInt8;
+  const MemoryPlan int8 = testing::plan_or_fail(in);
+  ASSERT_TRUE(bf16.fits && fp8.fits);
+  const int streamed_bf16 = streamed_blocks(bf16), streamed_fp8 = streamed_blocks(fp8);
+  std::printf("24 GiB, 480p: %d of 50 blocks streamed in bf16, %d in fp8\n", streamed_bf16, streamed_fp8);
+  EXPECT_GT(streamed_bf16, 0);
+  EXPECT_LT(streamed_fp8, streamed_bf16 / 2 + 5);
+  EXPECT_EQ(streamed_blocks(int8), streamed_fp8);
+  EXPECT_LT(fp8.step_stream_s, bf16.step_stream_s);
+}
+
+TEST(Precision, PlanCommandShowsAndChecksIt) {
+  const testing::CliResult fp8 = testing::run_orochi("plan --res 480p --vram-per-gpu 24 --precision fp8");
+  EXPECT_EQ(fp8.code, 0) << fp8.output;
+  EXPECT_NE(fp8.output.find("precision: fp8 (the transformer blocks' linears as f8e4m3 codes + per-channel f32 "
+                            "scales"),
+            std::string::npos)
+      << fp8.output;
+  const testing::CliResult plain = testing::run_orochi("plan --res 480p");
+  EXPECT_NE(plain.output.find("precision: bf16 (as released)"), std::string::npos) << plain.output;
+  const testing::CliResult json = testing::run_orochi("plan --res 480p --precision int8 --json", false);
+  EXPECT_EQ(json.code, 0) << json.output;
+  EXPECT_NE(json.output.find("\"precision\": \"int8\""), std::string::npos) << json.output;
+  const testing::CliResult bad = testing::run_orochi("plan --precision fp16");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--precision takes bf16, fp8 or int8, got 'fp16'"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
                                {"audio_clips", n.audio_clips},
                                {"audio_clip_rows", n.audio_clip_rows}};
   return {{"model", in.models.source},
+          {"precision", precision_name(in.precision)},
           {"request",
            {{"workflow", s.workflow},
             {"width", s.geometry.width},

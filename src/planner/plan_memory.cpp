@@ -92,7 +92,7 @@ PhaseSpec denoiser_phase(const PlanInput& in, const RequestShape& shape) {
             " timesteps";
   p.layout = in.layout;
   p.tiers = in.tiers;
-  p.groups = h3_weight_groups(in.models.transformer, in.layout);
+  p.groups = h3_weight_groups(in.models.transformer, in.layout, in.precision);
   p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout, in.sp);
   p.passes = shape.steps;
   p.notes.push_back("AdaLN projections stay in host RAM: streamed once per request to build the tables");

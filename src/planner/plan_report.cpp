@@ -94,6 +94,14 @@ std::string plan_summary_line(const MemoryPlan& plan) {
   return format_printf("does not fit by %.2f GiB (%s)", to_gib(plan.shortfall), plan.tightest.c_str());
 }
 
+// "precision: fp8 (...)": what --precision holds in lower precision.
+static std::string precision_line(Precision precision) {
+  if (precision == Precision::kBf16) return "precision: bf16 (as released)\n";
+  return format_printf("precision: %s (the transformer blocks' linears as %s codes + per-channel f32 scales, the rest "
+                       "as released)\n",
+                       precision_name(precision), dtype_name(precision_weight_dtype(precision)));
+}
+
 std::string plan_text(const MemoryPlan& plan) {
   const PlanInput& in = plan.input;
   const pipeline::VideoGeometry& geo = plan.shape.geometry;
@@ -110,6 +118,7 @@ std::string plan_text(const MemoryPlan& plan) {
   if (in.text_encoder_tiers) out += "; text encoder: " + tiers_text(*in.text_encoder_tiers);
   out += "\npacked sequence: " + rows_line(plan.shape) + "\n";
   out += "no weights were loaded: sizes come from the configs\n";
+  out += precision_line(in.precision);
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const PhasePlan& phase = plan.phases[i];
     out += format_printf("\nphase %zu/%zu  %s (%s): %s\n", i + 1, plan.phases.size(), phase.name.c_str(),

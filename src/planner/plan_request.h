@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "dist/parallel_options.h"
 #include "models/h3/config.h"
@@ -90,6 +91,9 @@ struct PlanInput {
   std::optional<TierPolicy> text_encoder_tiers;
   // The run's sequence-parallel switches that change memory (engine/run_switches.h).
   dist::SequenceParallelOptions sp;
+  // The denoiser's linears (--precision): fp8 / int8 hold the blocks' linears as 1-byte codes and
+  // per-channel scales, and the plan counts those bytes.
+  Precision precision = Precision::kBf16;
 };
 
 }  // namespace orochi::planner
