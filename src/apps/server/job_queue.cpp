@@ -8,13 +8,15 @@ namespace orochi::apps::server {
 namespace {
 
 // The job's share done when a stage has done `done` of `total`: the denoiser's steps are most of the
-// time; the decodes and the MP4 share the last tenth.
+// time; the conditioning encodes (fl2va keyframes, ref2va references) come before them, the decodes
+// and the MP4 share the last tenth.
 int percent_of(const std::string& stage, int64_t done, int64_t total, int before) {
   struct Span {
     const char* stage;
     double from, to;
   };
   static constexpr Span kSpans[] = {{"keyframe encode", 0, 2},
+                                    {"reference encode", 0, 2},
                                     {"denoise", 2, 90},
                                     {"video decode", 90, 97},
                                     {"audio decode", 97, 98},
