@@ -70,7 +70,7 @@ Expected<GenerateOptions> parse_generate_options(const std::vector<std::string>&
   if (args.has("text-features")) o.text_features = args.get("text-features", "");
   if (args.has("prompt")) o.prompt = args.get("prompt", "");
   OROCHI_ASSIGN_OR_RETURN(o.text_layer, args.get_int("text-layer", pipeline::kH3TextLayer, 1, 1 << 20));
-  const bool demo = !o.source.dir && !o.source.random_weights;
+  const bool demo = o.source.demo();
   OROCHI_ASSIGN_OR_RETURN(o.text_rows,
                           args.get_int("text-rows", demo ? 32 : 256, limits::kTextRowsMin, limits::kTextRowsMax));
   OROCHI_ASSIGN_OR_RETURN(o.width,

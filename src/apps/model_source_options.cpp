@@ -9,7 +9,8 @@ namespace orochi::apps {
 
 void add_model_source_options(std::set<std::string>& valued, std::set<std::string>& flags,
                               std::set<std::string>& repeatable) {
-  valued.insert({"transformer", "transformer-config", "qkv-order", "lora"});
+  valued.insert({"transformer", "transformer-config", "qkv-order", "lora", "text-encoder", "vae", "audio-vae",
+                 "tokenizer", "comfy-models"});
   flags.insert("random-weights");
   repeatable.insert("lora");
 }
@@ -44,8 +45,17 @@ Expected<engine::ModelSource> parse_model_source(const Args& args, const std::st
   if (args.has("transformer-config")) s.transformer_config = args.get("transformer-config", "");
   s.qkv_order = args.get("qkv-order", "auto");
   if (Status st = h3::parse_qkv_order(s.qkv_order).status(); !st.is_ok()) return st;
-  if ((s.transformer_config || s.qkv_order != "auto") && !s.transformer_file)
-    return usage_error("--transformer-config and --qkv-order describe a --transformer FILE");
+  // Single parts and a ComfyUI models/ tree (engine/model_components.h checks the files).
+  for (auto [name, part] : {std::pair{"text-encoder", &s.text_encoder}, std::pair{"vae", &s.vae},
+                            std::pair{"audio-vae", &s.audio_vae}, std::pair{"tokenizer", &s.tokenizer},
+                            std::pair{"comfy-models", &s.comfy_models}})
+    if (args.has(name)) *part = args.get(name, "");
+  if ((s.transformer_config || s.qkv_order != "auto") && !s.transformer_file && !s.comfy_models)
+    return usage_error("--transformer-config and --qkv-order describe a --transformer FILE (or the one --comfy-models "
+                       "finds)");
+  if (s.dir && s.comfy_models)
+    return usage_error("MODEL_DIR and --comfy-models are two model sources: pass one (--transformer, --text-encoder, "
+                       "--vae, --audio-vae and --tokenizer replace single parts of either)");
   for (const std::string& v : args.get_all("lora")) {
     OROCHI_ASSIGN_OR_RETURN(engine::LoraSource lora, parse_lora_option(v));
     s.loras.push_back(std::move(lora));

@@ -1,6 +1,8 @@
 // The model-source options of every command that opens a model for a run (`generate`, `serve`):
 // [MODEL_DIR], --random-weights, --transformer FILE, --transformer-config FILE, --qkv-order,
-// --lora FILE[:STRENGTH] (repeatable). One parser, so a new source lands in every command at once.
+// --lora FILE[:STRENGTH] (repeatable), the single parts --text-encoder, --vae, --audio-vae (files or
+// folders), --tokenizer DIR, and --comfy-models DIR (a ComfyUI models/ folder). One parser, so a new
+// source lands in every command at once.
 #pragma once
 
 #include <set>

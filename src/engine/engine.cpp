@@ -34,7 +34,7 @@ Expected<Tensor> Engine::text_features(const RunPlan& plan, RunReport& report) {
   if (plan.text_features.defined()) {
     features = plan.text_features;
   } else if (plan.prompt_ids.defined()) {
-    const std::string text_encoder = *source_.dir + "/text_encoder";
+    const std::string text_encoder = *components_.text_encoder;  // plan() checked it
     note("prompt of " + std::to_string(plan.prompt_ids.numel()) + " tokens through " +
          std::to_string(plan.request.text_layer) + " text-encoder layers on " + device_);
     if (on_gpu_) {
@@ -98,6 +98,7 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   report.plan = plan.summary_json();
   report.workflow = plan.workflow;
   report.switches = run_switches_json(options_.switches);
+  report.precision = precision_name(options_.precision);
   for (const std::string& line : plan.notes) note(line);
 
   pipeline::T2vaRequest request;

@@ -22,6 +22,7 @@
 #include "engine/forward_request.h"
 #include "engine/generate_request.h"
 #include "engine/gpu_backend.h"
+#include "engine/model_components.h"
 #include "engine/model_family.h"
 #include "engine/run_plan.h"
 #include "engine/run_report.h"
@@ -86,6 +87,7 @@ class Engine {
   std::string device_;  // "cpu" or "cuda:N"
   bool on_gpu_ = false;
   int first_gpu_ = 0;
+  ModelComponents components_;           // where each part came from (tokenizer, text encoder: read per request)
   pipeline::T2vaModels models_;           // host weights (none for random weights)
   h3::H3Config transformer_config_;
   std::optional<planner::ModelConfigs> configs_;  // the four configs a GPU run is planned from

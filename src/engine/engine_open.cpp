@@ -9,12 +9,16 @@
 #include "core/stopwatch.h"
 #include "core/format.h"
 #include "core/host_memory.h"
+#include "engine/model_components.h"
 #include "models/h3/lora.h"
 #include "models/h3/summary.h"
 #include "models/h3/weights.h"
 #include "models/h3_audio_vae/weights.h"
 #include "models/h3_video_vae/weights.h"
+#include "models/qwen3vl/text_weights.h"
+#include "models/qwen3vl/vision_config.h"
 #include "planner/parallel_choice.h"
+#include "weights/component_source.h"
 #include "weights/model_folder.h"
 
 namespace orochi::engine {
@@ -74,40 +78,89 @@ static Status check_transformer_fits_ram(const std::string& transformer_dir) {
   return check_config_fits_ram(config);
 }
 
-// --transformer FILE: the single-file transformer with `dir`'s VAEs, or the demo's VAEs without a
-// folder (whose channels must then be the demo's).
-static Expected<pipeline::T2vaModels> load_with_transformer_file(const ModelSource& source, bool on_gpu,
-                                                                 std::string* described) {
-  const std::string& file = *source.transformer_file;
-  OROCHI_ASSIGN_OR_RETURN(const auto config, h3::transformer_file_config(file, source.transformer_config));
-  if (!on_gpu) OROCHI_RETURN_IF_ERROR(check_config_fits_ram(config.first));
-  OROCHI_ASSIGN_OR_RETURN(const std::optional<h3::QkvOrder> order, h3::parse_qkv_order(source.qkv_order));
-  pipeline::T2vaModels m;
-  if (source.dir) {
-    namespace fs = std::filesystem;
-    m.name = *source.dir + " with the transformer " + file;
-    OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights((fs::path(*source.dir) / "vae").string()));
-    OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder((fs::path(*source.dir) / "audio_vae").string()));
-  } else {
-    m = pipeline::demo_t2va_models(kDemoWeightSeed);
-    const h3::H3Config demo = m.transformer.config;
-    if (config.first.in_channels != demo.in_channels || config.first.audio_in_channels != demo.audio_in_channels)
-      return invalid_argument("--transformer " + file + " (config from " + config.second + ") denoises " +
-                              std::to_string(config.first.in_channels) + " video / " +
-                              std::to_string(config.first.audio_in_channels) +
-                              " audio latent channels; without MODEL_DIR it runs with the demo model's VAEs, which "
-                              "decode " + std::to_string(demo.in_channels) + " / " +
-                              std::to_string(demo.audio_in_channels) + ": pass MODEL_DIR for its VAEs");
-    m.name = file + " with the demo model's VAEs (random weights)";
+// The four configs a GPU run is planned from, for a source made of parts: the loaded models' own
+// and the text encoder's (its config.json, or the released Qwen3-VL-32B config for a single file).
+static Expected<planner::ModelConfigs> component_configs(const pipeline::T2vaModels& m, const std::string& text_encoder) {
+  planner::ModelConfigs c;
+  c.source = m.name;
+  c.transformer = m.transformer.config;
+  c.video_vae = m.video_vae.config;
+  c.audio_vae = m.audio_vae.config;
+  OROCHI_ASSIGN_OR_RETURN(const qwen3vl::TextComponent text, qwen3vl::text_encoder_component(text_encoder));
+  c.text_encoder = text.config;
+  OROCHI_ASSIGN_OR_RETURN(const weights::ComponentConfig found, weights::component_config(text_encoder, "--text-encoder"));
+  if (found.config && found.config->contains("vision_config")) {
+    OROCHI_ASSIGN_OR_RETURN(c.vision, qwen3vl::VisionConfig::from_json(*found.config));
   }
-  h3::TransformerFileOptions o;
-  o.config_path = source.transformer_config;
-  o.qkv_order = order;
-  o.as_stored = on_gpu;
-  OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded, h3::load_transformer_file(file, o));
-  m.transformer = std::move(loaded.weights);
+  // A smaller test model conditions on its last hidden state when it has fewer than 50 layers.
+  c.text_layers = std::min<int64_t>(50, text.config.num_hidden_layers);
+  return c;
+}
+
+// The models of a source made of parts (engine/model_components.h): the transformer from its file
+// or MODEL_DIR's folder, each VAE from its file or folder; a part nobody gives is the demo model's
+// (without MODEL_DIR and --comfy-models), whose channels the others must then match.
+static Expected<pipeline::T2vaModels> load_components(const ModelSource& source, const ModelComponents& parts,
+                                                      bool on_gpu, std::vector<std::string>* described) {
+  namespace fs = std::filesystem;
+  const bool demo_parts = !source.dir && !source.comfy_models;
+  pipeline::T2vaModels m;
+  if (demo_parts) m = pipeline::demo_t2va_models(kDemoWeightSeed);
+  std::vector<std::string> given;
+  if (parts.transformer_file) {
+    const std::string& file = *parts.transformer_file;
+    OROCHI_ASSIGN_OR_RETURN(const auto config, h3::transformer_file_config(file, source.transformer_config));
+    if (!on_gpu) OROCHI_RETURN_IF_ERROR(check_config_fits_ram(config.first));
+    if (demo_parts && !parts.vae && !parts.audio_vae) {
+      const h3::H3Config demo = m.transformer.config;
+      if (config.first.in_channels != demo.in_channels || config.first.audio_in_channels != demo.audio_in_channels)
+        return invalid_argument("--transformer " + file + " (config from " + config.second + ") denoises " +
+                                std::to_string(config.first.in_channels) + " video / " +
+                                std::to_string(config.first.audio_in_channels) +
+                                " audio latent channels; without MODEL_DIR it runs with the demo model's VAEs, "
+                                "which decode " + std::to_string(demo.in_channels) + " / " +
+                                std::to_string(demo.audio_in_channels) + ": pass MODEL_DIR for its VAEs (or --vae "
+                                "and --audio-vae)");
+    }
+    OROCHI_ASSIGN_OR_RETURN(const std::optional<h3::QkvOrder> order, h3::parse_qkv_order(source.qkv_order));
+    h3::TransformerFileOptions o;
+    o.config_path = source.transformer_config;
+    o.qkv_order = order;
+    o.as_stored = on_gpu;
+    OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded, h3::load_transformer_file(file, o));
+    m.transformer = std::move(loaded.weights);
+    described->push_back("transformer " + file + ": " + loaded.layout + "; config from " + loaded.config_from);
+    given.push_back("the transformer " + file);
+  } else if (source.dir) {
+    const std::string folder = (fs::path(*source.dir) / "transformer").string();
+    if (!on_gpu) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(folder));
+    OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::load_weights(folder, on_gpu));
+  }
+  if (parts.vae) {
+    OROCHI_ASSIGN_OR_RETURN(const h3vae::VaeComponent vae, h3vae::open_video_vae(*parts.vae));
+    OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights(vae));
+    m.video_encoder.reset();  // the demo's would not pair with this decoder; read on first use
+    if (source.vae) {
+      described->push_back("video VAE " + vae.describe());
+      given.push_back("the video VAE " + *parts.vae);
+    }
+  }
+  if (parts.audio_vae) {
+    OROCHI_ASSIGN_OR_RETURN(const h3_audio::AudioVaeComponent vae, h3_audio::open_audio_vae(*parts.audio_vae));
+    OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder(vae));
+    m.audio_encoder.reset();
+    if (source.audio_vae) {
+      described->push_back("audio VAE " + vae.describe());
+      given.push_back("the audio VAE " + *parts.audio_vae);
+    }
+  }
+  std::string with;
+  for (size_t i = 0; i < given.size(); ++i) with += (i ? ", " : " with ") + given[i];
+  if (source.dir) m.name = *source.dir + with;
+  else if (source.comfy_models) m.name = "ComfyUI models " + *source.comfy_models + with;
+  else m.name = "the demo model" + with + (given.size() < 3 ? " (its other parts random)" : "");
+  m.demo = false;
   OROCHI_RETURN_IF_ERROR(pipeline::check_t2va_models(m));
-  *described = file + ": " + loaded.layout + "; config from " + loaded.config_from;
   return m;
 }
 
@@ -123,12 +176,13 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   if (source.transformer_file && source.random_weights)
     return invalid_argument("--transformer FILE gives the transformer's weights, --random-weights makes them: pass "
                             "one or the other");
-  if ((source.transformer_config || source.qkv_order != "auto") && !source.transformer_file)
+  if ((source.transformer_config || source.qkv_order != "auto") && !source.transformer_file && !source.comfy_models)
     return usage_error("--transformer-config and --qkv-order describe a --transformer FILE");
   // Where it runs: a checkpoint or random weights default to the first GPU when there is one.
   std::string device = options.device;
   if (device.empty())
-    device = (source.dir || source.random_weights) && gpu_backend().device_count() > 0 ? "cuda:0" : "cpu";
+    device = (source.dir || source.comfy_models || source.random_weights) && gpu_backend().device_count() > 0 ? "cuda:0"
+                                                                                                         : "cpu";
   OROCHI_ASSIGN_OR_RETURN(e->device_, normalized_device(device, &e->first_gpu_));
   e->on_gpu_ = e->device_ != "cpu";
   if (options.gpus < 1 || options.gpus > 64)
@@ -136,25 +190,35 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   if (options.gpus > 1 && !e->on_gpu_)
     return invalid_argument("--gpus " + std::to_string(options.gpus) + " needs --device cuda");
   if (options.comm_timeout_s < 1) return usage_error("--comm-timeout must be >= 1 second");
+  if (options.precision != Precision::kBf16)
+    return unsupported(std::string("--precision ") + precision_name(options.precision) +
+                       ": the denoiser runs in bf16 only for now (the fp8 / int8 GEMMs exist, issue 25, but the "
+                       "forward does not use them yet); `orochi plan --precision " + precision_name(options.precision) +
+                       "` shows the memory it would take");
   if (Status s = planner::parse_parallel_choice(options.parallel).status(); !s.is_ok()) return usage_error(s.message());
   if (source.random_weights && !e->on_gpu_)
     return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");
   if (e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_gpus_visible(e->first_gpu_, options.gpus));
 
-  // The host weights, read once for every request of this engine.
+  // Where each part comes from, before any weight is read; then the host weights, read once for
+  // every request of this engine.
+  OROCHI_ASSIGN_OR_RETURN(e->components_, resolve_components(source));
+  if (source.random_weights && e->components_.overrides)
+    return invalid_argument("--random-weights makes every weight of the released shapes; --transformer, --vae, "
+                            "--audio-vae and --text-encoder give weights: pass one or the other");
+  for (const std::string& line : e->components_.notes) e->note(line);
   const auto t_load = Clock::now();
   e->family_ = model_families().front();  // the demo and random weights are MiniMax-H3's
-  if (source.transformer_file) {
+  if (e->components_.overrides && !source.transformer_dir) {
     if (source.dir) {
       OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(*source.dir));
     }
-    std::string described;
-    OROCHI_ASSIGN_OR_RETURN(e->models_, load_with_transformer_file(source, e->on_gpu_, &described));
+    std::vector<std::string> described;
+    OROCHI_ASSIGN_OR_RETURN(e->models_, load_components(source, e->components_, e->on_gpu_, &described));
     e->transformer_config_ = e->models_.transformer.config;
-    e->note("transformer " + described);
-    if (source.dir && e->on_gpu_ && std::filesystem::exists(*source.dir + "/text_encoder/config.json")) {
-      OROCHI_ASSIGN_OR_RETURN(e->configs_, planner::load_model_configs(*source.dir));
-      e->configs_->transformer = e->transformer_config_;
+    for (const std::string& line : described) e->note(line);
+    if (e->on_gpu_ && e->components_.text_encoder) {
+      OROCHI_ASSIGN_OR_RETURN(e->configs_, component_configs(e->models_, *e->components_.text_encoder));
     }
   } else if (source.dir) {
     const std::string& dir = *source.dir;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "engine/run_switches.h"
 
 namespace orochi::engine {
@@ -31,7 +32,12 @@ struct ModelSource {
   std::optional<std::string> transformer_config;
   std::string qkv_order = "auto";
   std::vector<LoraSource> loras;   // in order; not with random_weights (generated on the GPU)
-  bool demo() const { return !dir && !transformer_dir && !random_weights; }
+  // Single parts (engine/model_components.h): each a .safetensors file as ComfyUI keeps it or a
+  // diffusers component folder, replacing `dir`'s part or the demo's; `tokenizer` a folder holding
+  // tokenizer.json. `comfy_models`: a ComfyUI models/ folder whose files are found by their keys.
+  std::optional<std::string> text_encoder, vae, audio_vae, tokenizer;
+  std::optional<std::string> comfy_models;
+  bool demo() const { return !dir && !transformer_dir && !random_weights && !comfy_models; }
 };
 
 struct EngineOptions {
@@ -42,6 +48,9 @@ struct EngineOptions {
   std::string parallel = "auto";  // auto, none, tpN, spN, tpNxspM (planner::parse_parallel_choice)
   int comm_timeout_s = 60;        // deadline of every GPU-to-GPU exchange
   RunSwitches switches;
+  // The denoiser's linears (--precision). The planner counts each precision's bytes (orochi plan);
+  // a run takes bf16 only until the quantized forward is built (open() refuses the others).
+  Precision precision = Precision::kBf16;
   // Where the engine's one-line notes go (the plan's choices, streaming, the link it measured);
   // none: dropped.
   std::function<void(const std::string&)> on_note;

@@ -161,18 +161,31 @@ Expected<planner::RequestShape> Engine::shape_of(const RunPlan& plan) const {
 
 Status Engine::check_conditioning(const ModelSource& source, const GenerateRequest& r) {
   if (r.prompt && r.text_features_file) return invalid_argument("pass --prompt or --text-features, not both");
-  if (r.prompt && !source.dir)
-    return invalid_argument("--prompt needs a MODEL_DIR with tokenizer/ and text_encoder/ (the built-in demo model has "
-                            "no text encoder: it runs on random features)");
-  if (source.dir && !r.prompt && !r.text_features_file)
+  if ((source.dir || source.comfy_models) && !r.prompt && !r.text_features_file)
     return invalid_argument("a checkpoint needs conditioning: pass --prompt TEXT, or --text-features FILE "
                             "(prompt_embeds [L, 5120]); without MODEL_DIR the built-in demo model runs");
   if (r.prompt) {
     // The tokenizer and the text encoder's config, before any weight is read.
-    const std::string tokenizer = *source.dir + "/tokenizer";
-    if (!std::filesystem::exists(tokenizer + "/tokenizer.json"))
-      return not_found(tokenizer + "/tokenizer.json is missing: --prompt needs the checkpoint's tokenizer");
-    OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(*source.dir + "/text_encoder", r.text_layer));
+    OROCHI_ASSIGN_OR_RETURN(const ModelComponents parts, resolve_components(source));
+    if (source.demo() && !parts.text_encoder && !parts.tokenizer)
+      return invalid_argument("--prompt needs a MODEL_DIR with tokenizer/ and text_encoder/, or --tokenizer DIR and "
+                              "--text-encoder FILE (the built-in demo model has no text encoder: it runs on random "
+                              "features)");
+    if (!parts.tokenizer)
+      return not_found("--prompt needs MiniMax-H3's tokenizer: " +
+                       (source.comfy_models ? std::string("ComfyUI keeps none in its models/ folder")
+                                            : std::string("none given")) +
+                       "; pass --tokenizer DIR (the release's tokenizer/ folder, holding tokenizer.json)");
+    const std::filesystem::path tokenizer(*parts.tokenizer);
+    if (!std::filesystem::is_regular_file(tokenizer) && !std::filesystem::is_regular_file(tokenizer / "tokenizer.json"))
+      return not_found((tokenizer / "tokenizer.json").string() + " is missing: --prompt needs the checkpoint's tokenizer");
+    if (!parts.text_encoder)
+      return not_found("--prompt needs the Qwen3-VL text encoder: " +
+                       (source.dir ? *source.dir + " has no text_encoder/ folder"
+                                   : source.comfy_models ? std::string("--comfy-models holds none in text_encoders/")
+                                                         : std::string("none given")) +
+                       "; pass --text-encoder FILE");
+    OROCHI_RETURN_IF_ERROR(pipeline::check_text_encoder(*parts.text_encoder, r.text_layer));
   }
   // The references: counts, every file's headers, aspects, lengths, the frame rule (reference_checks.h);
   // then whether this source runs their workflow.
@@ -209,10 +222,10 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   // Conditioning, and with it the exact number of text rows L.
   OROCHI_RETURN_IF_ERROR(check_conditioning(source_, r));
   if (r.prompt) {
-    const std::string tokenizer = *source_.dir + "/tokenizer";
+    const std::string& tokenizer = *components_.tokenizer;  // check_conditioning found both
     int64_t max_tokens = 0, hidden = 0;
     OROCHI_RETURN_IF_ERROR(
-        pipeline::check_text_encoder(*source_.dir + "/text_encoder", r.text_layer, &max_tokens, &hidden));
+        pipeline::check_text_encoder(*components_.text_encoder, r.text_layer, &max_tokens, &hidden));
     if (hidden != transformer_config_.text_dim)
       return unsupported("the text encoder's hidden size is " + std::to_string(hidden) + " but the transformer reads " +
                          std::to_string(transformer_config_.text_dim) + "-wide features: not one checkpoint's parts");
@@ -281,7 +294,9 @@ Status Engine::plan_gpu(RunPlan& plan) const {
   p.switches = options_.switches;
   plan.text_placement.device = first_gpu_;
   if (r.prompt && !configs_)
-    return not_found(*source_.dir + "/text_encoder/config.json is missing: --prompt needs the checkpoint's text encoder");
+    return not_found("no text encoder config to plan --prompt on the GPU from" +
+                     (source_.dir ? ": " + *source_.dir + "/text_encoder/config.json is missing" : std::string()) +
+                     "; pass --text-encoder");
   OROCHI_ASSIGN_OR_RETURN(const uint64_t vram, gpus.memory_total(first_gpu_));
   if (!configs_) {
     // Unplanned (the demo on a GPU, or a folder without text_encoder/): the heads decide, and the
@@ -299,6 +314,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
     in.tiers.host = options_.gpus == 1;  // several GPUs split the weights instead of streaming them
     in.text_encoder_tiers = planner::TierPolicy{/*peer=*/false, /*host=*/true, in.tiers.staging_slots};
     in.sp = options_.switches.sp;
+    in.precision = options_.precision;
     if (options_.gpus > 1 && options_.parallel == "auto") {  // the link decides between the layout and one GPU
       OROCHI_ASSIGN_OR_RETURN(in.gpus.peer_gbps, gpus.link_gbps(first_gpu_, options_.gpus));
       char line[160];

@@ -18,16 +18,18 @@ Expected<Tensor> tokenize_prompt(const std::string& tokenizer_path, const std::s
   return out;
 }
 
-Status check_text_encoder(const std::string& dir, int64_t layer, int64_t* max_tokens, int64_t* hidden_size) {
-  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json json, weights::read_model_config(dir));
-  Expected<qwen3vl::TextConfig> config = qwen3vl::TextConfig::from_json(json);
-  if (!config) return config.status().with_context(dir + "/config.json");
-  if (layer < 1 || layer >= config->num_hidden_layers)
-    return invalid_argument("the text encoder in " + dir + " has " + std::to_string(config->num_hidden_layers) +
-                            " layers; the conditioning reads the residual after layer " + std::to_string(layer) +
-                            ", which must be below that (--text-layer)");
-  if (max_tokens) *max_tokens = config->max_position_embeddings;
-  if (hidden_size) *hidden_size = config->hidden_size;
+Status check_text_encoder(const std::string& path, int64_t layer, int64_t* max_tokens, int64_t* hidden_size) {
+  OROCHI_ASSIGN_OR_RETURN(const qwen3vl::TextComponent text, qwen3vl::text_encoder_component(path));
+  const qwen3vl::TextConfig& config = text.config;
+  if (layer < 1 || layer >= config.num_hidden_layers)
+    return invalid_argument("the text encoder in " + path + " has " + std::to_string(config.num_hidden_layers) +
+                            " layers (config from " + text.config_from + "); the conditioning reads the residual "
+                            "after layer " + std::to_string(layer) + ", which must be below that (--text-layer)");
+  if (layer > text.file_layers)
+    return invalid_argument(path + " holds " + std::to_string(text.file_layers) + " decoder layers; the conditioning "
+                            "reads the residual after layer " + std::to_string(layer) + " (--text-layer)");
+  if (max_tokens) *max_tokens = config.max_position_embeddings;
+  if (hidden_size) *hidden_size = config.hidden_size;
   return Status::ok();
 }
 

@@ -18,12 +18,14 @@ inline constexpr int64_t kH3TextLayer = 50;
 // `max_tokens` (the text encoder's max_position_embeddings) with both numbers.
 Expected<Tensor> tokenize_prompt(const std::string& tokenizer_path, const std::string& prompt, int64_t max_tokens);
 
-// The text encoder's config.json in `text_encoder_dir`, checked to have more than `layer` layers
-// (the output is the residual stream after `layer` layers, never the normed last one).
-Status check_text_encoder(const std::string& text_encoder_dir, int64_t layer, int64_t* max_tokens = nullptr,
+// The text encoder's config (qwen3vl::text_encoder_component: a text_encoder/ folder or a single
+// file), checked to have more than `layer` layers (the output is the residual stream after `layer`
+// layers, never the normed last one), and a single file to hold at least `layer` of them (ComfyUI's
+// stops after layer 50). Reads no tensor.
+Status check_text_encoder(const std::string& text_encoder, int64_t layer, int64_t* max_tokens = nullptr,
                           int64_t* hidden_size = nullptr);
 
-// On the CPU: loads the first `layer` layers of `text_encoder_dir` and returns f32 [L, hidden].
-Expected<Tensor> encode_prompt_cpu(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer);
+// On the CPU: loads the first `layer` layers of `text_encoder` and returns f32 [L, hidden].
+Expected<Tensor> encode_prompt_cpu(const std::string& text_encoder, const Tensor& token_ids, int64_t layer);
 
 }  // namespace orochi::pipeline

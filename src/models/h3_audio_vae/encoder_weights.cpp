@@ -13,13 +13,19 @@ namespace {
 // The encoder's checkpoint tensors by name, assembled into its layers.
 class Collector : public weights::ParameterCollector<TensorSpec> {
  public:
-  Collector(const TensorSource& source, const AudioVaeConfig& config)
-      : ParameterCollector(source, encoder_tensors(config)) {}
+  Collector(const TensorSource& source, const AudioVaeConfig& config, AudioVaeNaming naming)
+      : ParameterCollector(source, naming == AudioVaeNaming::kFolded ? folded_tensors(encoder_tensors(config))
+                                                                     : encoder_tensors(config)),
+        folded_(naming == AudioVaeNaming::kFolded) {}
 
   ConvWeights normed_conv(const std::string& prefix) {
-    Tensor g = take(prefix + ".weight_g"), v = take(prefix + ".weight_v");
     ConvWeights c;
-    if (ok()) c.weight = fold_weight_norm(g, v);
+    if (folded_) {
+      c.weight = take(prefix + ".weight");
+    } else {
+      Tensor g = take(prefix + ".weight_g"), v = take(prefix + ".weight_v");
+      if (ok()) c.weight = fold_weight_norm(g, v);
+    }
     c.bias = take(prefix + ".bias");
     return c;
   }
@@ -30,6 +36,9 @@ class Collector : public weights::ParameterCollector<TensorSpec> {
   }
   LayerNormWeights norm(const std::string& prefix) { return {take(prefix + ".weight"), take(prefix + ".bias")}; }
   LinearWeights linear(const std::string& prefix) { return {take(prefix + ".weight"), take(prefix + ".bias")}; }
+
+ private:
+  bool folded_;
 };
 
 // The reference builds the qkv bias per call as cat(q_bias, zero_k_bias, v_bias); once at load here.
@@ -47,9 +56,10 @@ bool is_log_std_head(const std::string& name) { return name.rfind("logs_proj.", 
 
 }  // namespace
 
-Expected<AudioEncoderWeights> assemble_encoder(const AudioVaeConfig& config, const TensorSource& source) {
+Expected<AudioEncoderWeights> assemble_encoder(const AudioVaeConfig& config, const TensorSource& source,
+                                               AudioVaeNaming naming) {
   OROCHI_RETURN_IF_ERROR(config.validate_encoder());
-  Collector c(source, config);
+  Collector c(source, config, naming);
   AudioEncoderWeights w;
   w.config = config;
   const int64_t n = config.num_encoder_blocks();
@@ -95,17 +105,18 @@ Expected<AudioEncoderWeights> assemble_encoder(const AudioVaeConfig& config, con
   return w;
 }
 
-Expected<AudioEncoderWeights> load_encoder(const std::string& folder) {
-  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
-  OROCHI_ASSIGN_OR_RETURN(AudioVaeConfig config, AudioVaeConfig::from_json(model.config));
-  OROCHI_RETURN_IF_ERROR(config.validate_encoder().with_context("audio VAE config.json"));
+Expected<AudioEncoderWeights> load_encoder(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(const AudioVaeComponent vae, open_audio_vae(path));
+  OROCHI_RETURN_IF_ERROR(vae.config.validate_encoder().with_context("audio VAE config from " + vae.config_from));
   std::vector<std::string> present, expected;
-  for (const std::string& name : model.weights.names())
+  for (const std::string& name : vae.weights.names())
     if (is_encoder_tensor(name) && !is_log_std_head(name)) present.push_back(name);
-  for (const TensorSpec& spec : encoder_tensors(config)) expected.push_back(spec.name);
-  OROCHI_RETURN_IF_ERROR(weights::check_key_set(present, expected, "audio VAE encoder (" + folder + ")"));
-  log_debug("loading audio VAE encoder from ", folder);
-  return assemble_encoder(config, checked_folder_source(model));
+  std::vector<TensorSpec> specs = encoder_tensors(vae.config);
+  if (vae.naming == AudioVaeNaming::kFolded) specs = folded_tensors(specs);
+  for (const TensorSpec& spec : specs) expected.push_back(spec.name);
+  OROCHI_RETURN_IF_ERROR(weights::check_key_set(present, expected, "audio VAE encoder (" + vae.describe() + ")"));
+  log_debug("loading audio VAE encoder from ", vae.describe());
+  return assemble_encoder(vae.config, checked_source(vae.weights, vae.config_from), vae.naming);
 }
 
 }  // namespace orochi::h3_audio

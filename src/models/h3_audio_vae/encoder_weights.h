@@ -65,12 +65,13 @@ struct AudioEncoderWeights {
 
 // Builds the encoder from named tensors (a checkpoint, a generator), each asked for by name and
 // expected shape (encoder_tensors). Errors: the config cannot encode (validate_encoder), or the
-// source's first failure.
-Expected<AudioEncoderWeights> assemble_encoder(const AudioVaeConfig& config, const TensorSource& source);
+// source's first failure. `naming` kFolded: plain `weight` tensors for the weight-normed convolutions.
+Expected<AudioEncoderWeights> assemble_encoder(const AudioVaeConfig& config, const TensorSource& source,
+                                               AudioVaeNaming naming = AudioVaeNaming::kWeightNorm);
 
-// Loads the encoder of an audio_vae/ folder (config.json + safetensors). Missing or unknown
-// encoder-side keys are named, a wrong shape names the key and both shapes; the decoder's tensors
-// and logs_proj, if present, are ignored.
-Expected<AudioEncoderWeights> load_encoder(const std::string& folder);
+// Loads the encoder of an audio VAE component (open_audio_vae: an audio_vae/ folder or a single file
+// in either naming). Missing or unknown encoder-side keys are named, a wrong shape names the key and
+// both shapes; the decoder's tensors and logs_proj, if present, are ignored.
+Expected<AudioEncoderWeights> load_encoder(const std::string& path);
 
 }  // namespace orochi::h3_audio

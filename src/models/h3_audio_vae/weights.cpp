@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "weights/component_source.h"
 #include "weights/model_folder.h"
 #include "weights/parameter_collector.h"
 
@@ -13,13 +14,19 @@ namespace {
 // The decoder's checkpoint tensors by name, assembled into its layers.
 class Collector : public weights::ParameterCollector<TensorSpec> {
  public:
-  Collector(const TensorSource& source, const AudioVaeConfig& config)
-      : ParameterCollector(source, decoder_tensors(config)) {}
+  Collector(const TensorSource& source, const AudioVaeConfig& config, AudioVaeNaming naming)
+      : ParameterCollector(source, naming == AudioVaeNaming::kFolded ? folded_tensors(decoder_tensors(config))
+                                                                     : decoder_tensors(config)),
+        folded_(naming == AudioVaeNaming::kFolded) {}
   ConvWeights plain_conv(const std::string& prefix) { return {take(prefix + ".weight"), take(prefix + ".bias")}; }
   ConvWeights normed_conv(const std::string& prefix, bool bias) {
-    Tensor g = take(prefix + ".weight_g"), v = take(prefix + ".weight_v");
     ConvWeights c;
-    if (ok()) c.weight = fold_weight_norm(g, v);
+    if (folded_) {
+      c.weight = take(prefix + ".weight");
+    } else {
+      Tensor g = take(prefix + ".weight_g"), v = take(prefix + ".weight_v");
+      if (ok()) c.weight = fold_weight_norm(g, v);
+    }
     if (bias) c.bias = take(prefix + ".bias");
     return c;
   }
@@ -35,6 +42,9 @@ class Collector : public weights::ParameterCollector<TensorSpec> {
     }
     return a;
   }
+
+ private:
+  bool folded_;
 };
 
 }  // namespace
@@ -58,9 +68,10 @@ Tensor fold_weight_norm(const Tensor& g, const Tensor& v) {
   return w;
 }
 
-Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, const TensorSource& source) {
+Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, const TensorSource& source,
+                                               AudioVaeNaming naming) {
   OROCHI_RETURN_IF_ERROR(config.validate());
-  Collector c(source, config);
+  Collector c(source, config, naming);
   AudioDecoderWeights w;
   w.config = config;
   w.dec_in_proj = c.plain_conv("dec_in_proj");
@@ -92,29 +103,63 @@ Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, con
   return w;
 }
 
-TensorSource checked_folder_source(const weights::ModelFolder& model) {
-  return [&model](const TensorSpec& spec) -> Expected<Tensor> {
-    OROCHI_ASSIGN_OR_RETURN(Tensor t, model.weights.get(spec.name));
+TensorSource checked_source(const weights::Checkpoint& ckpt, const std::string& config_from) {
+  return [&ckpt, config_from](const TensorSpec& spec) -> Expected<Tensor> {
+    OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(spec.name));
     if (t.shape() != spec.shape)
-      return shape_mismatch(spec.name + " is " + shape_to_string(t.shape()) + " in " + model.path +
-                            ", but config.json implies " + shape_to_string(spec.shape) +
-                            "; does config.json belong to these weights?");
+      return shape_mismatch(spec.name + " is " + shape_to_string(t.shape()) + " in " + ckpt.path() + ", but " +
+                            config_from + " implies " + shape_to_string(spec.shape) +
+                            "; does the config belong to these weights?");
     if (!dtype_is_float(t.dtype()))
       return shape_mismatch(spec.name + " has dtype " + dtype_name(t.dtype()) + "; expected a float tensor");
     return t.to(DType::kF32);  // the VAE computes in f32 whatever the file stores
   };
 }
 
-Expected<AudioDecoderWeights> load_decoder(const std::string& folder) {
-  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
-  OROCHI_ASSIGN_OR_RETURN(AudioVaeConfig config, AudioVaeConfig::from_json(model.config));
+TensorSource checked_folder_source(const weights::ModelFolder& model) {
+  return checked_source(model.weights, "config.json");
+}
+
+std::string AudioVaeComponent::describe() const {
+  return weights.path() + ": " + audio_vae_naming_name(naming) + " names; config from " + config_from;
+}
+
+Expected<AudioVaeComponent> open_audio_vae(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(weights::ComponentSource source, weights::open_component(path, "--audio-vae"));
+  AudioVaeComponent vae;
+  if (source.config.config) {
+    Expected<AudioVaeConfig> config = AudioVaeConfig::from_json(*source.config.config);
+    if (!config) return config.status().with_context(source.config.from);
+    vae.config = std::move(config).value();
+  }
+  vae.config_from = source.config.config ? source.config.from
+                                         : std::string("the released audio VAE config (latents from the file)");
+  vae.weights = std::move(source.weights);
+  OROCHI_ASSIGN_OR_RETURN(vae.naming, detect_audio_vae_naming(vae.weights));
+  if (Status s = take_file_latents(vae.weights, vae.config, path); !s.is_ok())
+    return Status(s.code(), s.message() + " (config from " + vae.config_from + ")");
+  if (!source.config.config && (vae.config.latents_mean.empty() || vae.config.latents_std.empty()))
+    return invalid_argument(path + " holds no latents_mean / latents_std and no config.json gives them: the latents' "
+                            "per-channel statistics cannot be guessed; put the model's audio_vae/config.json beside "
+                            "the file");
+  return vae;
+}
+
+Expected<AudioDecoderWeights> load_decoder(const AudioVaeComponent& vae) {
   std::vector<std::string> present, expected;
-  for (const std::string& name : model.weights.names())
-    if (!is_encoder_tensor(name)) present.push_back(name);
-  for (const TensorSpec& spec : decoder_tensors(config)) expected.push_back(spec.name);
-  OROCHI_RETURN_IF_ERROR(weights::check_key_set(present, expected, "audio VAE decoder (" + folder + ")"));
-  log_debug("loading audio VAE decoder from ", folder);
-  return assemble_decoder(config, checked_folder_source(model));
+  for (const std::string& name : vae.weights.names())
+    if (!is_encoder_tensor(name) && !is_latents_key(name)) present.push_back(name);
+  std::vector<TensorSpec> specs = decoder_tensors(vae.config);
+  if (vae.naming == AudioVaeNaming::kFolded) specs = folded_tensors(specs);
+  for (const TensorSpec& spec : specs) expected.push_back(spec.name);
+  OROCHI_RETURN_IF_ERROR(weights::check_key_set(present, expected, "audio VAE decoder (" + vae.describe() + ")"));
+  log_debug("loading audio VAE decoder from ", vae.describe());
+  return assemble_decoder(vae.config, checked_source(vae.weights, vae.config_from), vae.naming);
+}
+
+Expected<AudioDecoderWeights> load_decoder(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(const AudioVaeComponent vae, open_audio_vae(path));
+  return load_decoder(vae);
 }
 
 }  // namespace orochi::h3_audio

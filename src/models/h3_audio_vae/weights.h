@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "models/h3_audio_vae/checkpoint_naming.h"
 #include "models/h3_audio_vae/config.h"
 #include "models/h3_audio_vae/parameters.h"
 
@@ -58,14 +59,32 @@ Tensor fold_weight_norm(const Tensor& g, const Tensor& v);
 
 // Produces each checkpoint tensor by name and expected shape (a checkpoint, a generator).
 using TensorSource = std::function<Expected<Tensor>(const TensorSpec&)>;
-Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, const TensorSource& source);
+// `naming` kFolded: the weight-normed convolutions come as plain `weight` tensors (checkpoint_naming.h).
+Expected<AudioDecoderWeights> assemble_decoder(const AudioVaeConfig& config, const TensorSource& source,
+                                               AudioVaeNaming naming = AudioVaeNaming::kWeightNorm);
 
 // A folder's tensors as a TensorSource: each checked against its spec's shape (naming the key, both
 // shapes and the folder) and converted to f32 whatever dtype the file stores. `model` must outlive it.
 TensorSource checked_folder_source(const weights::ModelFolder& model);
 
-// Loads an audio_vae/ folder (config.json + safetensors). Missing or unknown keys are named, a wrong
-// shape names the key and both shapes; encoder tensors, if present, are ignored.
-Expected<AudioDecoderWeights> load_decoder(const std::string& folder);
+// An audio VAE component as given: a diffusers audio_vae/ folder (the original release's names), or
+// one .safetensors file in either naming (ComfyUI's folds the weight norm). Its config is the
+// folder's config.json or one beside the file, else the released values (AudioVaeConfig's defaults)
+// with the latents' statistics from the file (a single file with neither is refused). No weight is read.
+struct AudioVaeComponent {
+  weights::Checkpoint weights;
+  AudioVaeConfig config;
+  AudioVaeNaming naming = AudioVaeNaming::kWeightNorm;
+  std::string config_from;  // the config.json, or "the released audio VAE config (latents from the file)"
+  std::string describe() const;
+};
+Expected<AudioVaeComponent> open_audio_vae(const std::string& path);
+
+// Loads the decoder of open_audio_vae(path). Missing or unknown keys are named, a wrong shape names
+// the key and both shapes; encoder tensors and a file's latents are not decoder keys.
+Expected<AudioDecoderWeights> load_decoder(const std::string& path);
+Expected<AudioDecoderWeights> load_decoder(const AudioVaeComponent& vae);
+// A checkpoint's tensors as a TensorSource, checked and converted as checked_folder_source does.
+TensorSource checked_source(const weights::Checkpoint& checkpoint, const std::string& config_from);
 
 }  // namespace orochi::h3_audio

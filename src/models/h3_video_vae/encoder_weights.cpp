@@ -25,16 +25,22 @@ class Collector : public weights::ParameterCollector<ParamSpec> {
   GroupNormWeights norm(const std::string& name) { return {take(name + ".weight"), take(name + ".bias")}; }
 };
 
-Status check_encoder_keys(const weights::Checkpoint& ckpt, const VideoVaeConfig& config) {
+Status check_encoder_keys(const VaeComponent& vae) {
   std::vector<std::string> present, expected;
-  for (const std::string& name : ckpt.names())
+  for (const std::string& name : vae.weights.names())
     if (is_encoder_key(name)) present.push_back(name);  // the decoder's keys are its loader's business
   if (present.empty())
-    return invalid_argument("video VAE checkpoint '" + ckpt.path() +
+    return invalid_argument("video VAE checkpoint '" + vae.weights.path() +
                             "' holds no encoder.* / quant_conv.* weights: it is a decode-only export; point at "
-                            "the full diffusers vae/ folder");
-  for (const ParamSpec& spec : encoder_parameters(config)) expected.push_back(spec.name);
-  return weights::check_key_set(present, expected, "video VAE encoder in '" + ckpt.path() + "'");
+                            "the full diffusers vae/ folder or a whole VAE file");
+  const std::vector<ParamSpec> specs = encoder_parameters(vae.config);
+  if (vae.naming == VaeNaming::kOriginal) {
+    expected = original_keys(specs);
+  } else {
+    for (const ParamSpec& spec : specs) expected.push_back(spec.name);
+  }
+  return weights::check_key_set(present, expected, "video VAE encoder in '" + vae.weights.path() + "' (" +
+                                                       vae_naming_name(vae.naming) + " names)");
 }
 
 }  // namespace
@@ -98,13 +104,15 @@ Expected<EncoderWeights> assemble_encoder_weights(const VideoVaeConfig& config, 
   return w;
 }
 
-Expected<EncoderWeights> load_encoder_weights(const std::string& folder) {
-  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
-  OROCHI_ASSIGN_OR_RETURN(VideoVaeConfig config, VideoVaeConfig::from_json(model.config));
-  OROCHI_RETURN_IF_ERROR(config.validate_encoder().with_context("vae config.json"));
-  OROCHI_RETURN_IF_ERROR(check_encoder_keys(model.weights, config));
-  log_debug("loading video VAE encoder from ", folder);
-  return assemble_encoder_weights(config, [&](const ParamSpec& spec) { return read_parameter_f32(model.weights, spec); });
+Expected<EncoderWeights> load_encoder_weights(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(const VaeComponent vae, open_video_vae(path));
+  OROCHI_RETURN_IF_ERROR(vae.config.validate_encoder().with_context("video VAE config from " + vae.config_from));
+  OROCHI_RETURN_IF_ERROR(check_encoder_keys(vae));
+  log_debug("loading video VAE encoder from ", vae.describe());
+  return assemble_encoder_weights(vae.config, [&](const ParamSpec& spec) {
+    return vae.naming == VaeNaming::kOriginal ? original_parameter(vae.weights, vae.config, spec)
+                                              : read_parameter_f32(vae.weights, spec);
+  });
 }
 
 }  // namespace orochi::h3vae

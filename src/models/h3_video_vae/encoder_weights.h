@@ -55,8 +55,9 @@ std::vector<ParamSpec> encoder_parameters(const VideoVaeConfig& config);
 
 Expected<EncoderWeights> assemble_encoder_weights(const VideoVaeConfig& config, const ParamSource& source);
 
-// Loads the encoder half of a diffusers vae/ folder (config.json + safetensors). A missing or
-// unknown encoder key, or a wrong shape, is an error that names it.
-Expected<EncoderWeights> load_encoder_weights(const std::string& folder);
+// Loads the encoder half of a video VAE component (open_video_vae: a diffusers vae/ folder or a
+// single file in either naming). A missing or unknown encoder key, or a wrong shape, is an error
+// that names it.
+Expected<EncoderWeights> load_encoder_weights(const std::string& path);
 
 }  // namespace orochi::h3vae

@@ -1,8 +1,11 @@
 #include "models/h3_video_vae/weights.h"
 
+#include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "weights/component_source.h"
 #include "weights/model_folder.h"
 #include "weights/parameter_collector.h"
 
@@ -17,15 +20,19 @@ class Collector : public weights::ParameterCollector<ParamSpec> {
   Linear linear(const std::string& name) { return {take(name + ".weight"), take(name + ".bias")}; }
 };
 
-Status check_keys(const weights::Checkpoint& ckpt, const VideoVaeConfig& config) {
-  if (ckpt.contains("decoder.x_embedder.weight"))
-    return unsupported("'" + ckpt.path() + "' uses the original release's names (decoder.x_embedder, fused "
-                       "to_qkv); convert it with diffusers' MiniMax-H3 converter and pass its vae/ folder");
+Status check_keys(const VaeComponent& vae) {
   std::vector<std::string> present, expected;
-  for (const std::string& name : ckpt.names())
-    if (!is_encoder_key(name)) present.push_back(name);  // decode only: the encoder half is skipped
-  for (const ParamSpec& spec : decoder_parameters(config)) expected.push_back(spec.name);
-  return weights::check_key_set(present, expected, "video VAE checkpoint '" + ckpt.path() + "'");
+  for (const std::string& name : vae.weights.names())
+    if (!is_encoder_key(name) && !is_extra_key(name, vae.naming)) present.push_back(name);  // decode only
+  const std::vector<ParamSpec> specs = decoder_parameters(vae.config);
+  if (vae.naming == VaeNaming::kOriginal) {
+    expected = original_keys(specs);
+  } else {
+    for (const ParamSpec& spec : specs) expected.push_back(spec.name);
+  }
+  return weights::check_key_set(present, expected,
+                                "video VAE checkpoint '" + vae.weights.path() + "' (" + vae_naming_name(vae.naming) +
+                                    " names, config from " + vae.config_from + ")");
 }
 
 }  // namespace
@@ -63,12 +70,49 @@ Expected<DecoderWeights> assemble_decoder_weights(const VideoVaeConfig& config, 
   return w;
 }
 
-Expected<DecoderWeights> load_decoder_weights(const std::string& folder) {
-  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
-  OROCHI_ASSIGN_OR_RETURN(VideoVaeConfig config, VideoVaeConfig::from_json(model.config));
-  OROCHI_RETURN_IF_ERROR(check_keys(model.weights, config));
-  log_debug("loading video VAE decoder from ", folder);
-  return assemble_decoder_weights(config, [&](const ParamSpec& spec) { return read_parameter_f32(model.weights, spec); });
+std::string VaeComponent::describe() const {
+  return weights.path() + ": " + vae_naming_name(naming) + " names; config from " + config_from;
+}
+
+Expected<VaeComponent> open_video_vae(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(weights::ComponentSource source, weights::open_component(path, "--vae"));
+  VaeComponent vae;
+  bool config_has_latents = false;
+  vae.config_from = source.config.config ? source.config.from
+                                         : std::string("the released video VAE config (latents from the file)");
+  if (source.config.config) {
+    nlohmann::json json = *source.config.config;
+    config_has_latents = json.contains("latents_mean") || json.contains("latents_std");
+    if (!config_has_latents) {
+      // Placeholders of the config's width, so it validates; the file's replace them below (or the
+      // file has none and is refused: never decoded with made-up statistics).
+      const int64_t channels = json.value("latent_channels", vae.config.latent_channels);
+      json["latents_mean"] = std::vector<float>(static_cast<size_t>(std::max<int64_t>(channels, 0)), 0.0f);
+      json["latents_std"] = std::vector<float>(static_cast<size_t>(std::max<int64_t>(channels, 0)), 1.0f);
+    }
+    Expected<VideoVaeConfig> config = VideoVaeConfig::from_json(json);
+    if (!config) return config.status().with_context(source.config.from);
+    vae.config = std::move(config).value();
+  }
+  vae.weights = std::move(source.weights);
+  OROCHI_ASSIGN_OR_RETURN(vae.naming, detect_vae_naming(vae.weights));
+  if (Status s = take_file_latents(vae.weights, vae.config, config_has_latents, path); !s.is_ok())
+    return Status(s.code(), s.message() + " (config from " + vae.config_from + ")");
+  return vae;
+}
+
+Expected<DecoderWeights> load_decoder_weights(const VaeComponent& vae) {
+  OROCHI_RETURN_IF_ERROR(check_keys(vae));
+  log_debug("loading video VAE decoder from ", vae.describe());
+  return assemble_decoder_weights(vae.config, [&](const ParamSpec& spec) {
+    return vae.naming == VaeNaming::kOriginal ? original_parameter(vae.weights, vae.config, spec)
+                                              : read_parameter_f32(vae.weights, spec);
+  });
+}
+
+Expected<DecoderWeights> load_decoder_weights(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(const VaeComponent vae, open_video_vae(path));
+  return load_decoder_weights(vae);
 }
 
 Expected<Tensor> read_parameter_f32(const weights::Checkpoint& ckpt, const ParamSpec& spec) {

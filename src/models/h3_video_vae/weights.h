@@ -7,6 +7,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "models/h3_video_vae/checkpoint_naming.h"
 #include "models/h3_video_vae/config.h"
 #include "models/h3_video_vae/parameters.h"
 #include "weights/checkpoint.h"
@@ -41,10 +42,25 @@ using ParamSource = std::function<Expected<Tensor>(const ParamSpec&)>;
 
 Expected<DecoderWeights> assemble_decoder_weights(const VideoVaeConfig& config, const ParamSource& source);
 
-// Loads a diffusers vae/ folder (config.json + safetensors). `encoder.*` / `quant_conv.*` keys are
-// skipped (decode only); any other unknown key, a missing key or a wrong shape is an error that
-// names it. The original release's naming (decoder.x_embedder, fused to_qkv) is refused with advice.
-Expected<DecoderWeights> load_decoder_weights(const std::string& folder);
+// A video VAE component as given: a diffusers vae/ folder, or one .safetensors file (ComfyUI's
+// models/vae file in the original naming, or a diffusers-named file). Its config is the folder's
+// config.json or one beside the file, else the released values (VideoVaeConfig's defaults) with the
+// latents' statistics from the file (checkpoint_naming.h: take_file_latents). The naming is told by
+// the keys (detect_vae_naming). No weight is read yet.
+struct VaeComponent {
+  weights::Checkpoint weights;
+  VideoVaeConfig config;
+  VaeNaming naming = VaeNaming::kDiffusers;
+  std::string config_from;  // the config.json, or "the released video VAE config (latents from the file)"
+  std::string describe() const;  // "<path>: original (ComfyUI) names; config from ..."
+};
+Expected<VaeComponent> open_video_vae(const std::string& path);
+
+// Loads the decoder of open_video_vae(path). `encoder.*` / `quant_conv.*` keys are skipped (decode
+// only), as are a file's latents and an original file's decoder.mask_token; any other unknown key, a missing
+// key or a wrong shape is an error that names it.
+Expected<DecoderWeights> load_decoder_weights(const std::string& path);
+Expected<DecoderWeights> load_decoder_weights(const VaeComponent& vae);
 
 // `spec`'s tensor in `ckpt`, checked against its shape and for a float dtype, as f32: how the
 // decoder's and the encoder's loaders read every parameter.

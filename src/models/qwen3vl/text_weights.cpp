@@ -1,16 +1,18 @@
 #include "models/qwen3vl/text_weights.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/log.h"
 #include "weights/checked_reader.h"
+#include "weights/component_source.h"
 #include "weights/model_folder.h"
 
 namespace orochi::qwen3vl {
 namespace {
 
 // Tried in order; the first under which "embed_tokens.weight" exists wins.
-constexpr const char* kPrefixes[] = {"model.language_model.", "language_model.", ""};
+constexpr const char* kPrefixes[] = {"model.language_model.", "language_model.", "model.", ""};
 
 Expected<std::string> detect_prefix(const weights::Checkpoint& ckpt) {
   for (const char* p : kPrefixes)
@@ -20,7 +22,7 @@ Expected<std::string> detect_prefix(const weights::Checkpoint& ckpt) {
   for (size_t i = 0; i < names.size() && i < 5; ++i) sample += (i ? ", " : "") + names[i];
   return invalid_argument("'" + ckpt.path() +
                           "' is not a Qwen3-VL text checkpoint: no model.language_model.embed_tokens.weight "
-                          "(nor language_model.embed_tokens.weight, embed_tokens.weight); its keys begin " +
+                          "(nor language_model., model. or no prefix); its keys begin " +
                           (sample.empty() ? std::string("(none)") : sample));
 }
 
@@ -116,13 +118,39 @@ Expected<TextWeights> load_text_weights(const weights::Checkpoint& ckpt, const T
   return w;
 }
 
-Expected<TextWeights> load_text_weights(const std::string& folder, int64_t stop_after_layers) {
-  OROCHI_ASSIGN_OR_RETURN(weights::ModelFolder model, weights::ModelFolder::open(folder));
-  OROCHI_ASSIGN_OR_RETURN(TextConfig config, TextConfig::from_json(model.config));
-  Expected<TextWeights> w = load_text_weights(model.weights, config, stop_after_layers);
-  if (w)
-    log_debug("Qwen3-VL text: ", w->loaded_keys.size(), " tensors of ", model.weights.size(), " read from ",
-              folder, " (prefix '", w->prefix, "', layers 0..", stop_after_layers - 1, ")");
+Expected<TextComponent> text_encoder_component(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(const weights::ComponentConfig found, weights::component_config(path, "--text-encoder"));
+  TextComponent c;
+  c.single_file = found.single_file;
+  if (found.config) {
+    Expected<TextConfig> config = TextConfig::from_json(*found.config);
+    if (!config) return config.status().with_context(found.from);
+    c.config = std::move(config).value();
+    c.config_from = found.from;
+  } else {
+    c.config = TextConfig::qwen3vl_32b();
+    c.config_from = "the released Qwen3-VL-32B config";
+  }
+  c.file_layers = c.config.num_hidden_layers;
+  if (c.single_file) {
+    // Layers 0 .. n-1 under the file's prefix (ComfyUI's file stops after the conditioning layer).
+    OROCHI_ASSIGN_OR_RETURN(const weights::Checkpoint ckpt, weights::Checkpoint::open(path));
+    OROCHI_ASSIGN_OR_RETURN(const std::string prefix, detect_prefix(ckpt));
+    int64_t n = 0;
+    while (ckpt.contains(prefix + layer_name(n, "input_layernorm.weight"))) ++n;
+    c.file_layers = std::min(n, c.config.num_hidden_layers);
+  }
+  return c;
+}
+
+Expected<TextWeights> load_text_weights(const std::string& path, int64_t stop_after_layers) {
+  OROCHI_ASSIGN_OR_RETURN(const TextComponent component, text_encoder_component(path));
+  OROCHI_ASSIGN_OR_RETURN(const weights::Checkpoint ckpt, weights::Checkpoint::open(path));
+  Expected<TextWeights> w = load_text_weights(ckpt, component.config, stop_after_layers);
+  if (!w) return w.status().with_context("text encoder config from " + component.config_from);
+  log_debug("Qwen3-VL text: ", w->loaded_keys.size(), " tensors of ", ckpt.size(), " read from ", path,
+            " (prefix '", w->prefix, "', layers 0..", stop_after_layers - 1, ", config from ", component.config_from,
+            ")");
   return w;
 }
 

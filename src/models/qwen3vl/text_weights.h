@@ -5,7 +5,8 @@
 //   <prefix>layers.{i}.self_attn.{q_proj,k_proj,v_proj,o_proj}.weight, .self_attn.{q_norm,k_norm}.weight
 //   <prefix>layers.{i}.mlp.{gate_proj,up_proj,down_proj}.weight
 // with <prefix> "model.language_model." for a Qwen3VLForConditionalGeneration checkpoint (the
-// release), "language_model." for a Qwen3VLModel, "" for a bare Qwen3VLTextModel.
+// release), "language_model." for a Qwen3VLModel, "model." for ComfyUI's text_encoders file (its
+// vision tower under "visual."), "" for a bare Qwen3VLTextModel.
 //
 // Only layers < stop_after_layers are read. Layers past it, the final norm, the LM head and the
 // vision tower are never touched, so a checkpoint pruned to the first layers loads too.
@@ -49,13 +50,26 @@ struct TextWeights {
 // The checkpoint keys the decoder needs for its first `stop_after_layers` layers, in load order.
 std::vector<std::string> text_weight_keys(const std::string& prefix, int64_t stop_after_layers);
 
-// Loads from a text_encoder/ folder (config.json + safetensors, single or sharded).
+// A text encoder component as given: a diffusers text_encoder/ folder, or one .safetensors file
+// (ComfyUI's models/text_encoders file, truncated after the conditioning layer). Its config is the
+// folder's config.json or one beside the file, else the released Qwen3-VL-32B config; a single
+// file's layers are counted from its keys (`file_layers`; the folder's: its config's count).
+struct TextComponent {
+  TextConfig config;
+  std::string config_from;  // the config.json, or "the released Qwen3-VL-32B config"
+  bool single_file = false;
+  int64_t file_layers = 0;  // decoder layers the weights hold (a single file may be truncated)
+};
+// The config and layer count alone (a file's header is read, no tensor).
+Expected<TextComponent> text_encoder_component(const std::string& path);
+
+// Loads from a text encoder component (text_encoder_component: a folder or a single file).
 // `stop_after_layers` in [0, num_hidden_layers]: the output is transformers' hidden_states[k]
 // (k < num_hidden_layers; hidden_states[num_hidden_layers] alone is the normed output, which this
 // engine never produces). Errors: invalid_argument (k out of range, unknown keys under the language
 // model's prefix in the layers read), not_found (missing keys, named), shape_mismatch (a tensor of
 // the wrong shape or a non-float dtype, named), plus ModelFolder's and TextConfig's errors.
-Expected<TextWeights> load_text_weights(const std::string& folder, int64_t stop_after_layers);
+Expected<TextWeights> load_text_weights(const std::string& path, int64_t stop_after_layers);
 Expected<TextWeights> load_text_weights(const weights::Checkpoint& checkpoint, const TextConfig& config,
                                         int64_t stop_after_layers);
 
