@@ -77,7 +77,7 @@ TEST(Fl2vaPrompt, MatchesDiffusersTextEncoderStep) {
   const std::vector<int64_t> ids(c->token_ids.begin(), c->token_ids.end());
   EXPECT_EQ(ids, ints(golden_tensor(golden(), "token_ids")));
   EXPECT_EQ(c->tags, ints(golden_tensor(golden(), "text_token_tags")));
-  const Tensor expected = golden_tensor(golden(), "prompt_embeds");  // f32 [L, 32]
+  const Tensor expected = golden_tensor(golden(), "prompt_embeds");  // f32 [L, 8]
   ASSERT_EQ(c->features.shape(), expected.shape());
   const testing::Comparison cmp = testing::compare(c->features, expected);
   std::printf("  prompt_embeds %s\n", cmp.summary().c_str());

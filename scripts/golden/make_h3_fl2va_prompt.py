@@ -6,8 +6,9 @@ Qwen3-VL image processor, the presentation ("<Picture i>: " + a vision block per
 segment tokenized on its own), then one `Qwen3VLModel` call with the pixel values, and `hidden_states[layer]`.
 The tokenizer is tests/data/tokenizer/qwen_bpe (Qwen's vision special tokens at 3003..3006); the conditioner is a
 fresh tiny `Qwen3VLForConditionalGeneration` with seeded random weights whose vocabulary is the tokenizer's and whose
-vision tower has H3's patch 16 / temporal 2 / merge 2 (3 blocks, DeepStack after 0, 1, 2; text 3 layers of 32, the
-features read after layer 2). The image processor is H3's with small pixel limits (4096 .. 16384) so the goldens stay
+vision tower has H3's patch 16 / temporal 2 / merge 2 (3 blocks, DeepStack after 0, 1, 2; text 3 layers of 8 (h3_tiny's text_dim), the
+features read after layer 2).
+The image processor is H3's with small pixel limits (4096 .. 16384) so the goldens stay
 small; the keyframes are two 96x128 canvas images (each 6x8 patches, 12 vision tokens).
 
 Writes into --out:
@@ -18,7 +19,7 @@ Writes into --out:
     image_grid_thw      i64 [2, 3]
     token_ids           i64 [L]           the presentation
     text_token_tags     i64 [L]           the step's per-row DiT tags (0 on the vision blocks, 1 elsewhere)
-    prompt_embeds       f32 [L, 32]       hidden_states[2]
+    prompt_embeds       f32 [L, 8]        hidden_states[2]
   metadata: prompt, text_encoder_layer, versions
 
 Run (from the repository root; the output is byte-identical from run to run):
@@ -64,12 +65,12 @@ def main():
     video_processor = Qwen3VLVideoProcessor(size={"shortest_edge": 4096, "longest_edge": 25165824}, **common)
     processor = Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor)
 
-    text_config = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2,
+    text_config = dict(hidden_size=8, intermediate_size=32, num_hidden_layers=3, num_attention_heads=2,
                        num_key_value_heads=1, head_dim=16, vocab_size=len(tokenizer), max_position_embeddings=512,
                        rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 5000000.0,
                                                             "mrope_section": [4, 2, 2], "mrope_interleaved": True})
     vision_config = dict(depth=3, hidden_size=16, intermediate_size=32, num_heads=2, patch_size=16,
-                         temporal_patch_size=2, spatial_merge_size=2, out_hidden_size=32, num_position_embeddings=36,
+                         temporal_patch_size=2, spatial_merge_size=2, out_hidden_size=8, num_position_embeddings=36,
                          deepstack_visual_indexes=[0, 1, 2])
     config = Qwen3VLConfig(text_config=text_config, vision_config=vision_config, tie_word_embeddings=False,
                            image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
