@@ -157,6 +157,12 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
     OROCHI_RETURN_IF_ERROR(ensure_gpu_models(plan, report));
     report.device = gpu_->device_name;
     Expected<pipeline::T2vaResult> r = run_workflow(*gpu_->denoiser, *gpu_->video, *gpu_->audio);
+    if (!r && r.status().code() == ErrorCode::kCancelled && plan.keep_denoiser_weights) {
+      // A cancel stops between steps or stages, with the device idle: the model stays loaded for
+      // the next request (a server's next job) and only this request's memory goes.
+      gpu_->denoiser->release_request();
+      return r;
+    }
     // A failed run may leave device state half-done, and a released denoiser has no weights left:
     // the next request makes the models anew.
     if (!r || !plan.keep_denoiser_weights) gpu_.reset();
