@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/precision.h"
+#include "engine/run_report.h"
 #include "models/h3/parameters.h"
 #include "planner/h3_denoiser_memory.h"
 #include "planner/plan_memory.h"
@@ -122,6 +123,26 @@ TEST(Precision, PlanCommandShowsAndChecksIt) {
   const testing::CliResult bad = testing::run_orochi("plan --precision fp16");
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--precision takes bf16, fp8 or int8, got 'fp16'"), std::string::npos) << bad.output;
+}
+
+// generate, serve and bench dit take the option but refuse what the forward does not run yet, before
+// any work; a bad value is a usage error everywhere.
+TEST(Precision, RunsRefuseWhatIsNotBuiltYet) {
+  for (const char* cmd : {"generate --precision fp8", "generate --precision int8 --device cpu"}) {
+    const testing::CliResult r = testing::run_orochi(cmd);
+    EXPECT_EQ(r.code, 1) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("the denoiser runs in bf16 only for now"), std::string::npos) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("orochi plan --precision"), std::string::npos) << cmd << "\n" << r.output;
+  }
+  const testing::CliResult bench = testing::run_orochi("bench dit --precision int8");
+  EXPECT_EQ(bench.code, 1) << bench.output;
+  EXPECT_NE(bench.output.find("scripts/device/bench_fp8_gemm.sh"), std::string::npos) << bench.output;
+  for (const char* cmd : {"generate --precision fp16", "bench dit --precision FP8", "serve --precision e4m3"}) {
+    const testing::CliResult r = testing::run_orochi(cmd);
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--precision takes bf16, fp8 or int8"), std::string::npos) << cmd << "\n" << r.output;
+  }
+  EXPECT_EQ(engine::report_json(engine::RunReport{})["precision"], "bf16");  // the stage report records it
 }
 
 }  // namespace

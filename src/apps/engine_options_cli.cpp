@@ -8,7 +8,7 @@
 namespace orochi::apps {
 
 void add_engine_options(std::set<std::string>& valued) {
-  valued.insert({"device", "gpus", "parallel", "comm-timeout", "set"});
+  valued.insert({"device", "gpus", "parallel", "comm-timeout", "set", "precision"});
 }
 
 Expected<EngineCli> parse_engine_cli(const Args& args, bool quiet, const std::string& who) {
@@ -19,6 +19,7 @@ Expected<EngineCli> parse_engine_cli(const Args& args, bool quiet, const std::st
   OROCHI_ASSIGN_OR_RETURN(cli.comm_timeout_s, args.get_int("comm-timeout", 60, 1, 7 * 24 * 3600));
   cli.parallel = args.get("parallel", planner::kDefaultParallel);
   cli.set = args.get("set", "");
+  cli.precision = args.get("precision", "bf16");
   cli.quiet = quiet;
   cli.who = who;
   return cli;
@@ -30,6 +31,9 @@ Expected<engine::EngineOptions> engine_options_from(const EngineCli& cli) {
   o.gpus = static_cast<int>(cli.gpus);
   o.parallel = cli.parallel;
   o.comm_timeout_s = static_cast<int>(cli.comm_timeout_s);
+  Expected<Precision> precision = parse_precision(cli.precision);
+  if (!precision) return usage_error(precision.status().message());
+  o.precision = *precision;
   OROCHI_ASSIGN_OR_RETURN(o.switches, engine::run_switches_from_environment());
   if (!cli.set.empty()) {
     Status s = engine::set_run_switches(o.switches, cli.set);

@@ -20,9 +20,10 @@ struct EngineCli {
   std::string set;     // --set's value, empty when not given
   bool quiet = false;  // notes dropped
   std::string who;     // the notes' prefix: "orochi generate"
+  std::string precision = "bf16";  // --precision's value
 };
 
-// Adds --device, --gpus, --parallel, --comm-timeout and --set to a command's valued options.
+// Adds --device, --gpus, --parallel, --comm-timeout, --set and --precision to a command's valued options.
 void add_engine_options(std::set<std::string>& valued);
 
 // Those options' values (limits: apps/request_limits.h; the engine checks the rest in open()).

@@ -84,6 +84,7 @@ nlohmann::json report_json(const RunReport& r) {
         {"e2e", r.e2e_s}}},
       {"peak_memory", {{"host_bytes", r.host_peak_bytes}, {"gpus", r.gpu_memory}}},
       {"plan", r.plan},
+      {"precision", r.precision},
       {"switches", r.switches},
   };
 }

@@ -33,6 +33,7 @@ struct RunReport {
   uint64_t host_peak_bytes = 0;
   std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
   nlohmann::json plan;                     // the run plan's summary (RunPlan::summary_json)
+  std::string precision = "bf16";          // the denoiser's linears (--precision)
   nlohmann::json switches;                 // every run switch and its value
   std::vector<nlohmann::json> loras;       // merged LoRAs: file, strength, format, parameters, merge_s
 };
