@@ -143,9 +143,11 @@ constexpr const char* kPlanHelp =
     "  --set          the run switches that change memory, as generate takes them (sp-qkv, sp-weights: the\n"
     "                 largest SP share sets the rows); `orochi help switches`\n"
     "  --image --last-image --ref-image --ref-video --ref-audio FILE, --ref-video-audio on|off,\n"
-    "  --ref-size 2048|match   generate's reference flags: checked from the files' headers and listed in\n"
-    "                 order; fl2va is planned with its keyframe rows (canvas from --image without --res),\n"
-    "                 ref2va's memory plan is not built yet (exit 1 says so)\n"
+    "  --ref-size 2048|match   generate's reference flags: checked from the files' headers (no pixel\n"
+    "                 read), listed in order and sized as the run sizes them; the plan adds a reference\n"
+    "                 encode phase (the VAE encoders), the conditioner's L (labels + vision tokens +\n"
+    "                 --text-rows) and the references' rows in S; fl2va's canvas from --image without\n"
+    "                 --res; ref2va also prints the other --ref-size's rows and fit\n"
     "  --help, -h     this text\n"
     "  plan's exit code 1 also means: the request does not fit\n";
 
