@@ -14,7 +14,6 @@ namespace {
 
 // The pipeline's VAE geometry (check_t2va_models holds every model to it).
 constexpr int64_t kSpatialRatio = 16;
-constexpr int64_t kClipFrames = 17, kClipLatents = 5, kDroppedLatents = 3;
 
 const char* kind_name(ReferenceKind kind) {
   switch (kind) {
@@ -27,9 +26,7 @@ const char* kind_name(ReferenceKind kind) {
 
 // The frames the VAE encodes of a normalized reference video: D snaps its count down to 17n + 5
 // (fewer frames than one clip stay as they are: the encoder pads them with the last one).
-int64_t vae_frames(const io::VideoFrames& frames) {
-  return std::min(frames.frames, reference::reference_video_vae_frames(frames.frames));
-}
+int64_t vae_frames(const io::VideoFrames& frames) { return reference::encoded_reference_video(frames.frames).frames; }
 
 // u8 [F, H, W, 3] (its first `count` frames) -> u8 [3, count, H, W], the encoder's layout.
 Tensor planar_pixels(const io::VideoFrames& video, int64_t count) {
@@ -44,19 +41,6 @@ Tensor planar_pixels(const io::VideoFrames& video, int64_t count) {
   return t;
 }
 
-// ComfyUI's `match` for a video: its own canvas when that does not upscale it, else its own size
-// (snapped to the canvas multiple).
-Expected<reference::Size> video_canvas(const io::VideoFrames& video, const ReferenceRules& rules) {
-  OROCHI_ASSIGN_OR_RETURN(
-      const reference::Size own,
-      reference::resolve_canvas_size(static_cast<double>(video.width), static_cast<double>(video.height), rules.canvas));
-  if (rules.policy == reference::ImageSizePolicy::kShortEdge || own.width * own.height <= video.width * video.height)
-    return own;
-  // Scale 1 under `match` (the canvas is larger than the source): the source snapped to the multiple.
-  return reference::reference_image_size(video.width, video.height, reference::ImageSizePolicy::kMatch,
-                                         {video.width, video.height}, rules.image_short_edge, rules.canvas.multiple);
-}
-
 }  // namespace
 
 ReferenceGeometry Ref2vaReference::geometry() const {
@@ -65,12 +49,9 @@ ReferenceGeometry Ref2vaReference::geometry() const {
   switch (kind) {
     case ReferenceKind::kImage:
       return ReferenceGeometry::image(image.height / kSpatialRatio, image.width / kSpatialRatio);
-    case ReferenceKind::kVideo: {
-      const int64_t p = vae_frames(frames);
-      const int64_t latents = p == 1 ? 1 : (p + kClipFrames - 1) / kClipFrames * kClipLatents - kDroppedLatents;
-      return ReferenceGeometry::video(latents, frames.height / kSpatialRatio, frames.width / kSpatialRatio,
-                                      audio_latents);
-    }
+    case ReferenceKind::kVideo:
+      return ReferenceGeometry::video(reference::encoded_reference_video(frames.frames).latents,
+                                      frames.height / kSpatialRatio, frames.width / kSpatialRatio, audio_latents);
     case ReferenceKind::kAudio:
       return ReferenceGeometry::audio(audio_latents);
   }
@@ -102,7 +83,10 @@ Expected<Ref2vaReference> prepare_ref2va_reference(const Ref2vaSource& source, i
     }
     case ReferenceKind::kVideo: {
       if (source.video.frames <= 0) return invalid_argument("a reference video needs at least one frame");
-      OROCHI_ASSIGN_OR_RETURN(const reference::Size canvas, video_canvas(source.video, rules));
+      // D's canvas from the video's own aspect; under `match` never an upscale (ComfyUI's).
+      OROCHI_ASSIGN_OR_RETURN(const reference::Size canvas,
+                              reference::reference_video_canvas(source.video.width, source.video.height, rules.canvas,
+                                                                rules.policy));
       OROCHI_ASSIGN_OR_RETURN(out.frames, reference::normalize_reference_video(source.video, source.fps, frames,
                                                                                rules.canvas, canvas));
       break;
