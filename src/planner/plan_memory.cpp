@@ -79,7 +79,7 @@ Expected<PhaseSpec> encode_phase(const PlanInput& in, const EncodeWork& work) {
   if (work.visuals.size() > 1)
     p.notes.push_back("the video encoder's activations are sized for one input at a time, the largest shown");
   p.notes.push_back("each tile's moments come back to the host, where they are stitched and sampled (seed 42): the "
-                    "latents stay in host RAM; both encoders are freed before the text encoder");
+                    "latents stay in host RAM; the encoders are freed before the text encoder");
   return p;
 }
 
