@@ -45,6 +45,15 @@ TEST(DType, F8E4M3RoundTripsEveryByte) {
 TEST(DType, SafetensorsNames) {
   EXPECT_EQ(dtype_from_safetensors_name("BF16"), DType::kBF16);
   EXPECT_EQ(dtype_from_safetensors_name("F8_E4M3"), DType::kF8E4M3);
+  EXPECT_EQ(dtype_from_safetensors_name("F8_E5M2"), DType::kF8E5M2);
+  EXPECT_EQ(dtype_safetensors_name(DType::kF8E5M2), std::string("F8_E5M2"));
+  EXPECT_TRUE(dtype_is_float(DType::kF8E5M2));
+  EXPECT_EQ(dtype_size(DType::kF8E5M2), 1u);
+  // e5m2 codes read as core/fp8 defines them (57344 is its largest finite value), times the scale.
+  const Tensor codes = Tensor::from_floats({57344.0f, -1.5f, 0.0f}, {3}).to(DType::kF8E5M2);
+  const Tensor back = codes.to(DType::kF32);
+  EXPECT_EQ(back.data<float>()[0], 57344.0f);
+  EXPECT_EQ(back.data<float>()[1], -1.5f);
   EXPECT_FALSE(dtype_from_safetensors_name("bf16").has_value());
   EXPECT_FALSE(dtype_from_safetensors_name("Q4_K").has_value());
 }

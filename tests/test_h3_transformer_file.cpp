@@ -6,14 +6,20 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 
 #include "support/demo_request.h"
 #include "engine/engine.h"
 #include "models/h3/checkpoint_layout.h"
+#include "models/h3/summary.h"
 #include "models/h3/weights.h"
+#include "support/model_export.h"
 #include "support/paths.h"
+#include "support/planner_inputs.h"
+#include "planner/plan_report.h"
 #include "support/temp_dir.h"
 #include "weights/safetensors_writer.h"
 
@@ -25,40 +31,8 @@ using Named = std::map<std::string, Tensor>;
 
 std::string tiny_folder() { return testing::test_data_dir() + "/h3_tiny/transformer"; }
 
-// Every tensor of `w` by its diffusers name (the order assemble_weights reads them).
-Named flatten(const h3::H3Weights& w) {
-  Named out;
-  auto linear = [&](const std::string& n, const h3::LinearWeights& l) {
-    out[n + ".weight"] = l.weight;
-    if (l.bias.defined()) out[n + ".bias"] = l.bias;
-  };
-  auto block = [&](const std::string& p, const h3::BlockWeights& b) {
-    out[p + "norm1.weight"] = b.norm1;
-    out[p + "norm2.weight"] = b.norm2;
-    linear(p + "attn.to_q", b.attn.to_q);
-    linear(p + "attn.to_k", b.attn.to_k);
-    linear(p + "attn.to_v", b.attn.to_v);
-    linear(p + "attn.to_out.0", b.attn.to_out);
-    out[p + "attn.norm_q.weight"] = b.attn.norm_q;
-    out[p + "attn.norm_k.weight"] = b.attn.norm_k;
-    linear(p + "ff.net.0.proj", b.ff_in);
-    linear(p + "ff.net.2", b.ff_out);
-    if (b.adaln.weight.defined()) linear(p + "adaln_proj.linear", b.adaln);
-  };
-  linear("proj_in", w.proj_in);
-  linear("audio_proj_in", w.audio_proj_in);
-  linear("context_embedder", w.context_embedder);
-  linear("time_embedder.linear_1", w.time_linear_1);
-  linear("time_embedder.linear_2", w.time_linear_2);
-  for (size_t i = 0; i < w.refiner.size(); ++i) block("token_refiner.refiner_blocks." + std::to_string(i) + ".", w.refiner[i]);
-  out["token_refiner.final_norm.weight"] = w.refiner_final_norm;
-  for (size_t i = 0; i < w.blocks.size(); ++i) block("transformer_blocks." + std::to_string(i) + ".", w.blocks[i]);
-  out["norm_out.norm.weight"] = w.norm_out;
-  linear("norm_out.linear", w.norm_out_linear);
-  linear("proj_out", w.proj_out);
-  linear("audio_proj_out", w.audio_proj_out);
-  return out;
-}
+// Every tensor of `w` by its diffusers name (support/model_export.h).
+Named flatten(const h3::H3Weights& w) { return testing::h3_named_tensors(w); }
 
 bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
@@ -233,6 +207,85 @@ void expect_refused(const Tensors& file, const std::string& needle, std::optiona
   Expected<h3::TransformerFile> f = load(write(dir, "bad.safetensors", file), h3::QkvOrder::kThirds, config);
   ASSERT_FALSE(f.has_value()) << needle;
   EXPECT_NE(f.status().message().find(needle), std::string::npos) << f.status().message();
+}
+
+// tests/data/h3_fp8 (scripts/golden/make_h3_fp8_files.py): torch's float8 codes of the tiny model's
+// block weights in both ComfyUI conventions, and the bf16 weights ComfyUI dequantizes them to.
+TEST(H3TransformerFile, ComfyUIsFp8FilesDequantizeToComfyUIsBf16Weights) {
+  const Named ref = tiny_reference();
+  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(testing::test_data_dir() + "/h3_fp8/golden.safetensors");
+  ASSERT_TRUE(golden.has_value()) << golden.status().to_string();
+  for (const char* name : {"e4m3_tensor", "e5m2_rows"}) {
+    testing::TempDir dir("h3fp8");
+    const std::string file = dir.file(std::string(name) + ".safetensors");
+    std::filesystem::copy_file(testing::test_data_dir() + "/h3_fp8/" + name + ".safetensors", file);
+    std::filesystem::copy_file(tiny_folder() + "/config.json", dir.file("config.json"));
+    for (bool as_stored : {false, true}) {
+      h3::TransformerFileOptions o;
+      o.as_stored = as_stored;
+      Expected<h3::TransformerFile> f = h3::load_transformer_file(file, o);
+      ASSERT_TRUE(f.has_value()) << name << ": " << f.status().to_string();
+      int64_t quantized = 0;
+      for (const auto& [key, t] : flatten(f->weights)) {
+        const std::string g = std::string(name) + "/" + key;
+        if (golden->contains(g)) {
+          ++quantized;
+          EXPECT_EQ(t.dtype(), as_stored ? DType::kBF16 : DType::kF32) << g;  // half the host memory for the GPU
+          EXPECT_TRUE(same_bytes(t.to(DType::kBF16), *golden->get(g))) << g;
+        } else {
+          EXPECT_TRUE(same_bytes(t.to(DType::kF32), ref.at(key).to(DType::kF32))) << key;
+        }
+      }
+      EXPECT_EQ(quantized, 21) << name;  // 3 blocks x 7 linears
+    }
+    // The host memory a GPU run takes for it: the stored tensors, the FP8 weights as bf16 copies.
+    Expected<weights::Checkpoint> ckpt = weights::Checkpoint::open(file);
+    const h3::HostBytes bytes = h3::host_bytes_as_loaded(*ckpt);
+    uint64_t fp8_elements = 0;
+    for (const std::string& key : ckpt->names())
+      if (ckpt->info(key)->dtype == DType::kF8E4M3 || ckpt->info(key)->dtype == DType::kF8E5M2)
+        fp8_elements += static_cast<uint64_t>(shape_numel(ckpt->info(key)->shape));
+    EXPECT_GT(fp8_elements, 0u);
+    EXPECT_EQ(bytes.copies, 2 * fp8_elements);
+    EXPECT_EQ(bytes.mapped + fp8_elements, ckpt->total_bytes());
+  }
+}
+
+// The plan shows the transformer's host bytes as loaded when the engine or --model knows them.
+TEST(H3TransformerFile, ThePlanShowsTheTransformersHostBytes) {
+  planner::PlanInput in = testing::h3_plan_input(139);
+  const std::string without = planner::plan_text(testing::plan_or_fail(in));
+  EXPECT_EQ(without.find("as loaded"), std::string::npos) << without;
+  in.models.transformer_host_bytes = 36 * planner::kGiB;
+  const planner::MemoryPlan plan = testing::plan_or_fail(in);
+  EXPECT_NE(planner::plan_text(plan).find("the transformer's weights take 36.00 GiB as loaded"), std::string::npos);
+  EXPECT_EQ(planner::plan_json(plan)["host_transformer_bytes"], 36 * planner::kGiB);
+}
+
+TEST(H3TransformerFile, RefusesFp8ItCannotRead) {
+  const std::string base = testing::test_data_dir() + "/h3_fp8/e5m2_rows.safetensors";
+  Expected<weights::Checkpoint> ckpt = weights::Checkpoint::open(base);
+  ASSERT_TRUE(ckpt.has_value());
+  const std::string module = "transformer_blocks.0.ff.net.2";
+  auto edited = [&](const std::function<void(Named&)>& edit) {
+    Named t;
+    for (const std::string& key : ckpt->names()) t[key] = *ckpt->get(key);
+    edit(t);
+    return Tensors(t.begin(), t.end());
+  };
+  auto blob = [](const std::string& json) {
+    Tensor b = Tensor::empty({static_cast<int64_t>(json.size())}, DType::kU8);
+    std::memcpy(b.raw_data(), json.data(), json.size());
+    return b;
+  };
+  expect_refused(edited([&](Named& t) { t[module + ".comfy_quant"] = blob("{\"format\": \"nvfp4\"}"); }),
+                 "quantized as nvfp4, which Orochi does not read");
+  expect_refused(edited([&](Named& t) { t[module + ".comfy_quant"] = blob("{\"format\": \"float8_e4m3fn\"}"); }),
+                 "says float8_e4m3fn but " + module + ".weight is stored as f8e5m2");
+  expect_refused(edited([&](Named& t) { t[module + ".scale_weight"] = Tensor::from_floats({1.0f}, {1}); }),
+                 "two scale conventions on one weight");
+  expect_refused(edited([&](Named& t) { t[module + ".weight_scale"] = Tensor::from_floats({1.0f, 2.0f}, {2}); }),
+                 "expected one scale ([] or [1]) or one per row");
 }
 
 TEST(H3TransformerFile, RefusesMissingKeysWrongShapesAndOtherFiles) {

@@ -12,7 +12,7 @@ size_t dtype_size(DType dtype) {
     case DType::kF64: case DType::kI64: return 8;
     case DType::kF32: case DType::kI32: return 4;
     case DType::kBF16: case DType::kF16: case DType::kI16: return 2;
-    case DType::kF8E4M3: case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kF8E4M3: case DType::kF8E5M2: case DType::kI8: case DType::kU8: case DType::kBool: return 1;
   }
   return 0;
 }
@@ -23,6 +23,7 @@ const char* dtype_name(DType dtype) {
     case DType::kBF16: return "bf16";
     case DType::kF16: return "f16";
     case DType::kF8E4M3: return "f8e4m3";
+    case DType::kF8E5M2: return "f8e5m2";
     case DType::kF64: return "f64";
     case DType::kI64: return "i64";
     case DType::kI32: return "i32";
@@ -43,7 +44,7 @@ constexpr NamePair kSafetensorsNames[] = {
     {DType::kF32, "F32"}, {DType::kBF16, "BF16"}, {DType::kF16, "F16"},
     {DType::kF8E4M3, "F8_E4M3"}, {DType::kF64, "F64"}, {DType::kI64, "I64"},
     {DType::kI32, "I32"}, {DType::kI16, "I16"}, {DType::kI8, "I8"},
-    {DType::kU8, "U8"}, {DType::kBool, "BOOL"},
+    {DType::kU8, "U8"}, {DType::kBool, "BOOL"}, {DType::kF8E5M2, "F8_E5M2"},
 };
 }  // namespace
 
@@ -61,7 +62,7 @@ std::optional<DType> dtype_from_safetensors_name(std::string_view name) {
 
 bool dtype_is_float(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16 ||
-         dtype == DType::kF8E4M3 || dtype == DType::kF64;
+         dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2 || dtype == DType::kF64;
 }
 
 float f16_to_f32(uint16_t h) {
@@ -120,6 +121,11 @@ void convert_to_f32(DType dtype, const void* src, float* dst, size_t n, float sc
       for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3_to_f32(s[i]) * scale;
       return;
     }
+    case DType::kF8E5M2: {
+      auto s = static_cast<const uint8_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = fp8_to_f32(s[i], Fp8Format::kE5M2) * scale;
+      return;
+    }
     case DType::kF64: {
       auto s = static_cast<const double*>(src);
       for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
@@ -169,6 +175,11 @@ void convert_from_f32(DType dtype, const float* src, void* dst, size_t n, float 
     case DType::kF8E4M3: {
       auto d = static_cast<uint8_t*>(dst);
       for (size_t i = 0; i < n; ++i) d[i] = f32_to_f8e4m3(src[i] / scale);
+      return;
+    }
+    case DType::kF8E5M2: {
+      auto d = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) d[i] = f32_to_fp8(src[i] / scale, Fp8Format::kE5M2);
       return;
     }
     case DType::kF64: {

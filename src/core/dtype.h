@@ -22,12 +22,13 @@ enum class DType : uint8_t {
   kI8,
   kU8,
   kBool,
+  kF8E5M2,  // e5m2: IEEE-like, max 57344, with infinities; stored weights (ComfyUI's fp8_e5m2), read to f32
 };
 
 size_t dtype_size(DType dtype);
 // Our short name: "f32", "bf16", ...
 const char* dtype_name(DType dtype);
-// safetensors' name: "F32", "BF16", "F8_E4M3", ...
+// safetensors' name: "F32", "BF16", "F8_E4M3", "F8_E5M2", ...
 const char* dtype_safetensors_name(DType dtype);
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
 bool dtype_is_float(DType dtype);

@@ -78,9 +78,24 @@ static Status check_transformer_fits_ram(const std::string& transformer_dir) {
   return check_config_fits_ram(config);
 }
 
+// A GPU run keeps the transformer's weights as stored (mapped from the file) but dequantizes FP8
+// weights into bf16 copies in host RAM: refused before any is read when they cannot fit. Returns
+// the transformer's host bytes as loaded (for the plan).
+static Expected<uint64_t> check_transformer_host_ram(const std::string& path) {
+  OROCHI_ASSIGN_OR_RETURN(const weights::Checkpoint ckpt, weights::Checkpoint::open(path));
+  const h3::HostBytes bytes = h3::host_bytes_as_loaded(ckpt);
+  const uint64_t have = available_ram_bytes();
+  if (have != 0 && bytes.copies > have * 9 / 10)
+    return invalid_argument(path + ": its FP8 weights dequantize to " + format_bytes(bytes.copies) + " of bf16 copies in "
+                            "host RAM before the upload, and " + format_bytes(have) + " is available; free host "
+                            "memory or use a bf16 checkpoint (whose weights are mapped, not copied)");
+  return bytes.total();
+}
+
 // The four configs a GPU run is planned from, for a source made of parts: the loaded models' own
 // and the text encoder's (its config.json, or the released Qwen3-VL-32B config for a single file).
-static Expected<planner::ModelConfigs> component_configs(const pipeline::T2vaModels& m, const std::string& text_encoder) {
+static Expected<planner::ModelConfigs> component_configs(const pipeline::T2vaModels& m, const std::string& text_encoder,
+                                                         uint64_t transformer_host_bytes) {
   planner::ModelConfigs c;
   c.source = m.name;
   c.transformer = m.transformer.config;
@@ -94,6 +109,7 @@ static Expected<planner::ModelConfigs> component_configs(const pipeline::T2vaMod
   }
   // A smaller test model conditions on its last hidden state when it has fewer than 50 layers.
   c.text_layers = std::min<int64_t>(50, text.config.num_hidden_layers);
+  c.transformer_host_bytes = transformer_host_bytes;
   return c;
 }
 
@@ -101,7 +117,8 @@ static Expected<planner::ModelConfigs> component_configs(const pipeline::T2vaMod
 // or MODEL_DIR's folder, each VAE from its file or folder; a part nobody gives is the demo model's
 // (without MODEL_DIR and --comfy-models), whose channels the others must then match.
 static Expected<pipeline::T2vaModels> load_components(const ModelSource& source, const ModelComponents& parts,
-                                                      bool on_gpu, std::vector<std::string>* described) {
+                                                      bool on_gpu, std::vector<std::string>* described,
+                                                      uint64_t* transformer_host_bytes) {
   namespace fs = std::filesystem;
   const bool demo_parts = !source.dir && !source.comfy_models;
   pipeline::T2vaModels m;
@@ -122,6 +139,9 @@ static Expected<pipeline::T2vaModels> load_components(const ModelSource& source,
                                 std::to_string(demo.audio_in_channels) + ": pass MODEL_DIR for its VAEs (or --vae "
                                 "and --audio-vae)");
     }
+    if (on_gpu) {
+      OROCHI_ASSIGN_OR_RETURN(*transformer_host_bytes, check_transformer_host_ram(file));
+    }
     OROCHI_ASSIGN_OR_RETURN(const std::optional<h3::QkvOrder> order, h3::parse_qkv_order(source.qkv_order));
     h3::TransformerFileOptions o;
     o.config_path = source.transformer_config;
@@ -134,6 +154,9 @@ static Expected<pipeline::T2vaModels> load_components(const ModelSource& source,
   } else if (source.dir) {
     const std::string folder = (fs::path(*source.dir) / "transformer").string();
     if (!on_gpu) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(folder));
+    if (on_gpu) {
+      OROCHI_ASSIGN_OR_RETURN(*transformer_host_bytes, check_transformer_host_ram(folder));
+    }
     OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::load_weights(folder, on_gpu));
   }
   if (parts.vae) {
@@ -214,16 +237,18 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
       OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(*source.dir));
     }
     std::vector<std::string> described;
-    OROCHI_ASSIGN_OR_RETURN(e->models_, load_components(source, e->components_, e->on_gpu_, &described));
+    uint64_t host_bytes = 0;
+    OROCHI_ASSIGN_OR_RETURN(e->models_, load_components(source, e->components_, e->on_gpu_, &described, &host_bytes));
     e->transformer_config_ = e->models_.transformer.config;
     for (const std::string& line : described) e->note(line);
     if (e->on_gpu_ && e->components_.text_encoder) {
-      OROCHI_ASSIGN_OR_RETURN(e->configs_, component_configs(e->models_, *e->components_.text_encoder));
+      OROCHI_ASSIGN_OR_RETURN(e->configs_, component_configs(e->models_, *e->components_.text_encoder, host_bytes));
     }
   } else if (source.dir) {
     const std::string& dir = *source.dir;
     OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(dir));
     if (!e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(dir + "/transformer"));
+    if (e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_host_ram(dir + "/transformer").status());
     // A GPU run keeps the denoiser's weights as stored (bf16 views of the files): its upload converts.
     OROCHI_ASSIGN_OR_RETURN(e->models_, pipeline::load_t2va_models(dir, e->on_gpu_));
     e->transformer_config_ = e->models_.transformer.config;

@@ -102,6 +102,7 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
           {"summary", plan_summary_line(plan)},
           {"suggestions", plan.suggestions},
           {"host_weight_bytes", plan.host_weight_bytes},
+          {"host_transformer_bytes", plan.input.models.transformer_host_bytes},
           {"host_output_bytes", plan.host_output_bytes},
           {"host_reference_media_bytes", plan.host_reference_media_bytes},
           {"host_reference_latent_bytes", plan.host_reference_latent_bytes},

@@ -150,6 +150,9 @@ std::string plan_text(const MemoryPlan& plan) {
   if (plan.host_reference_media_bytes + plan.host_reference_latent_bytes > 0)
     out += format_printf(", %.2f GiB of decoded references and %.2f GiB of their latents",
                          to_gib(plan.host_reference_media_bytes), to_gib(plan.host_reference_latent_bytes));
+  if (in.models.transformer_host_bytes > 0)
+    out += format_printf("; the transformer's weights take %.2f GiB as loaded (stored bytes, FP8 as bf16)",
+                         to_gib(in.models.transformer_host_bytes));
   out += "\n";
   if (!plan.capacity.empty()) {
     out += format_printf(

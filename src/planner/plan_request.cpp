@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "models/h3/summary.h"
+#include "weights/checkpoint.h"
 #include "weights/model_folder.h"
 
 namespace orochi::planner {
@@ -45,6 +47,9 @@ Expected<ModelConfigs> load_model_configs(const std::string& model) {
   }
   // A smaller test model conditions on its last hidden state when it has fewer than 50 layers.
   m.text_layers = std::min<int64_t>(50, m.text_encoder.num_hidden_layers);
+  // The transformer's stored bytes, from its headers (a folder of configs alone has none).
+  if (Expected<weights::Checkpoint> ckpt = weights::Checkpoint::open((fs::path(model) / "transformer").string()))
+    m.transformer_host_bytes = h3::host_bytes_as_loaded(*ckpt).total();
   return m;
 }
 

@@ -31,10 +31,14 @@ struct ModelConfigs {
   qwen3vl::TextConfig text_encoder = qwen3vl::TextConfig::qwen3vl_32b();
   qwen3vl::VisionConfig vision = qwen3vl::VisionConfig::qwen3vl_32b();  // the conditioner's vision tower
   int64_t text_layers = 50;  // H3 conditions on hidden_states[50]: layers past it are never run
+  // Host RAM the transformer's weights take as a GPU run loads them (h3::host_bytes_as_loaded: the
+  // checkpoint's stored bytes, FP8 weights as their bf16 copies); 0: not known (configs alone).
+  uint64_t transformer_host_bytes = 0;
 };
 
 // "h3": the released configs. Otherwise a diffusers-layout folder: reads only the config.json of
-// transformer/, vae/, audio_vae/ and text_encoder/ (not_found naming the missing file).
+// transformer/, vae/, audio_vae/ and text_encoder/ (not_found naming the missing file), and the
+// headers of transformer/'s weights when it has them (transformer_host_bytes).
 Expected<ModelConfigs> load_model_configs(const std::string& model);
 
 struct ParallelLayout {

@@ -47,7 +47,7 @@ bool as_u64(const json& v, uint64_t* out) {
 
 std::string supported_dtypes() {
   std::string s;
-  for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3, DType::kF64, DType::kI64,
+  for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3, DType::kF8E5M2, DType::kF64, DType::kI64,
                   DType::kI32, DType::kI16, DType::kI8, DType::kU8, DType::kBool}) {
     s += (s.empty() ? "" : ", ");
     s += dtype_safetensors_name(d);
@@ -82,7 +82,7 @@ Status parse_entry(const std::string& name, const json& v, uint64_t data_bytes,
     return bad("\"dtype\" is missing or not a string");
   const auto dtype = dtype_from_safetensors_name(dtype_it->get_ref<const std::string&>());
   if (!dtype)
-    // A valid file may use a dtype we lack (F8_E5M2, U32, a GGUF-style quant): say which.
+    // A valid file may use a dtype we lack (U32, a GGUF-style quant): say which.
     return unsupported(where + " has dtype " + brief(*dtype_it) +
                        ", which Orochi does not read (it reads " + supported_dtypes() +
                        "); convert the checkpoint to one of those");

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "weights/model_folder.h"
+#include "weights/scaled_fp8.h"
 
 namespace orochi::h3 {
 namespace {
@@ -14,17 +15,6 @@ namespace {
 constexpr const char* kPrefixes[] = {"", "model.diffusion_model.", "diffusion_model.", "transformer."};
 // Present in the original release but recomputed here, so allowed and ignored.
 constexpr const char* kIgnoredOriginalKeys[] = {"rope.inv_freq"};
-
-// ComfyUI's scaled-FP8 companions: allowed beside the weights, read with them.
-bool is_fp8_companion(const std::string& name) {
-  return name == "scaled_fp8" || name.ends_with(".scale_weight") || name.ends_with(".scale_input") ||
-         name.ends_with("scaled_fp8");
-}
-
-std::string scale_key_of(const std::string& weight_key) {
-  if (!weight_key.ends_with(".weight")) return {};
-  return weight_key.substr(0, weight_key.size() - std::strlen(".weight")) + ".scale_weight";
-}
 
 // Replaces the first occurrence of `from` (if any) with `to`.
 bool replace_once(std::string& s, const char* from, const char* to) {
@@ -59,31 +49,17 @@ Status check_stored(const std::string& key, const Shape& stored, DType dtype, co
   return Status::ok();
 }
 
-// An F8_E4M3 weight times its scale_weight (a scalar, or one per output row), in f32.
-Expected<Tensor> dequantize_fp8(const weights::Checkpoint& ckpt, const std::string& key, const Tensor& t) {
-  Tensor out = t.to(DType::kF32);
-  const std::string scale_key = scale_key_of(key);
-  if (scale_key.empty() || !ckpt.contains(scale_key)) return out;
-  OROCHI_ASSIGN_OR_RETURN(Tensor scale, ckpt.get(scale_key));
-  if (!dtype_is_float(scale.dtype())) return shape_mismatch(scale_key + " is " + dtype_name(scale.dtype()) + ", expected a float scale");
-  scale = scale.to(DType::kF32);
-  const int64_t rows = out.ndim() >= 1 ? out.dim(0) : 1;
-  const int64_t cols = rows > 0 ? out.numel() / rows : 0;
-  if (scale.numel() != 1 && scale.numel() != rows)
-    return shape_mismatch(scale_key + " has shape " + shape_to_string(scale.shape()) + ": expected one scale or one per "
-                          "row of " + key + " " + shape_to_string(out.shape()));
-  float* d = out.data<float>();
-  const float* s = scale.data<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) d[r * cols + c] *= s[scale.numel() == 1 ? 0 : r];
-  return out;
-}
-
 Expected<Tensor> read_checked(const weights::Checkpoint& ckpt, const std::string& key, const Shape& shape,
                               bool as_stored) {
   OROCHI_ASSIGN_OR_RETURN(Tensor t, ckpt.get(key));
   OROCHI_RETURN_IF_ERROR(check_stored(key, t.shape(), t.dtype(), shape));
-  if (t.dtype() == DType::kF8E4M3) return dequantize_fp8(ckpt, key, t);  // f32 for the CPU and the upload alike
+  if (weights::is_fp8(t.dtype())) {
+    // f32 for the CPU; for the upload bf16, the bits the upload of the f32 copy would give, in half
+    // the host memory (the codes stay in the file: the upload does not apply scales).
+    OROCHI_ASSIGN_OR_RETURN(Tensor deq, weights::dequantize_scaled_fp8(ckpt, key, t));
+    return as_stored ? deq.to(DType::kBF16) : deq;
+  }
+  OROCHI_RETURN_IF_ERROR(weights::check_comfy_quant(ckpt, key, t.dtype()));
   return as_stored ? t : t.to(DType::kF32);
 }
 
@@ -265,7 +241,7 @@ Status check_checkpoint_keys(const weights::Checkpoint& ckpt, const KeyLayout& l
     bool ignored = false;
     if (layout.flavor == KeyFlavor::kOriginal)
       for (const char* k : kIgnoredOriginalKeys) ignored |= name == layout.prefix + k;
-    ignored |= is_fp8_companion(name);
+    ignored |= weights::is_scaled_fp8_companion(name);
     if (!ignored) present.push_back(name);
   }
   return weights::check_key_set(present, expected_checkpoint_keys(layout, config),

@@ -62,8 +62,8 @@ std::string original_key(const std::string& diffusers_name);
 
 // Every key the checkpoint must hold for this config (optional extras are not listed).
 std::vector<std::string> expected_checkpoint_keys(const KeyLayout& layout, const H3Config& config);
-// Unknown or missing keys, by name. The scaled-FP8 companions (`<module>.scale_weight`,
-// `<module>.scale_input`, the `scaled_fp8` marker) are allowed beside their weights.
+// Unknown or missing keys, by name. ComfyUI's FP8 companions (weights/scaled_fp8.h: the scales, the
+// input scales, the `scaled_fp8` marker, comfy_quant blobs) are allowed beside their weights.
 Status check_checkpoint_keys(const weights::Checkpoint& checkpoint, const KeyLayout& layout,
                              const H3Config& config);
 
@@ -74,11 +74,11 @@ Status check_parameter_shapes(const weights::Checkpoint& checkpoint, const KeyLa
                               const H3Config& config);
 
 // Reads one parameter in diffusers layout (un-fusing q/k/v in layout.qkv order and swapping the fc1
-// halves for the original flavour). An F8_E4M3 weight is dequantized to f32 with its
-// `<module>.scale_weight` (a scalar, or one per output row; 1 when absent: ComfyUI's scaled-fp8
-// convention): a contiguous f32 tensor, or with `as_stored` in the checkpoint's own float
-// dtype (a zero-copy view of the mapped file where no un-fusing is needed). Wrong shapes are
-// reported by key.
+// halves for the original flavour). An F8_E4M3 / F8_E5M2 weight is dequantized to f32 with its
+// scale (weights/scaled_fp8.h: ComfyUI's scale_weight or weight_scale, per tensor or per output
+// row; 1 when absent): a contiguous f32 tensor, or with `as_stored` in the checkpoint's own float
+// dtype (a zero-copy view of the mapped file where no un-fusing is needed; an FP8 weight as its
+// dequantized bf16). Wrong shapes are reported by key.
 Expected<Tensor> read_parameter(const weights::Checkpoint& checkpoint, const KeyLayout& layout,
                                 const ParamSpec& spec, const H3Config& config, bool as_stored = false);
 

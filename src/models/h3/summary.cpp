@@ -1,5 +1,7 @@
 #include "models/h3/summary.h"
 
+#include "weights/scaled_fp8.h"
+
 namespace orochi::h3 {
 namespace {
 
@@ -28,6 +30,17 @@ ParamSummary summarize_config(const H3Config& config, DType dtype) {
   ParamSummary s;
   for (const ParamSpec& spec : h3_parameters(config)) add(s, param_group_of(spec.name), dtype, shape_numel(spec.shape));
   return s;
+}
+
+HostBytes host_bytes_as_loaded(const weights::Checkpoint& ckpt) {
+  HostBytes b;
+  for (const std::string& name : ckpt.names()) {
+    const weights::TensorInfo* info = ckpt.info(name);
+    const auto elements = static_cast<uint64_t>(shape_numel(info->shape));
+    if (weights::is_fp8(info->dtype)) b.copies += elements * dtype_size(DType::kBF16);
+    else b.mapped += elements * dtype_size(info->dtype);
+  }
+  return b;
 }
 
 }  // namespace orochi::h3

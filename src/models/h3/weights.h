@@ -64,8 +64,9 @@ Expected<H3Weights> load_weights(const std::string& folder, bool as_stored = fal
 // order: `config_path` when given; a config.json beside the file; else the released MiniMax-H3
 // config (H3Config's defaults). Every key and shape is checked against that config (the error names
 // the key). The fused qkv order is `qkv_order` when given, else detected (detect_qkv_order) and
-// refused as ambiguous naming the file and the votes. F8_E4M3 weights are dequantized with their
-// scale_weight to f32.
+// refused as ambiguous naming the file and the votes. F8_E4M3 / F8_E5M2 weights are dequantized with
+// their scale (weights/scaled_fp8.h: scale_weight or weight_scale, per tensor or per row) to f32, or
+// to bf16 with as_stored.
 struct TransformerFileOptions {
   std::optional<std::string> config_path;
   std::optional<QkvOrder> qkv_order;  // none: detect
