@@ -12,6 +12,7 @@
 #include "core/random.h"
 #include "engine/engine.h"
 #include "engine/model_components.h"
+#include "io/media_in.h"
 #include "support/demo_request.h"
 #include "support/model_export.h"
 #include "support/paths.h"
@@ -73,6 +74,28 @@ TEST(EngineComponents, DemoWithComfyVaeFilesEqualsTheBuiltInDemo) {
   EXPECT_TRUE(same_bytes(plain->result.frames, with->result.frames));
   EXPECT_TRUE(same_bytes(plain->result.waveform, with->result.waveform));
   EXPECT_NE(with->report.model.find("with the video VAE " + files.vae), std::string::npos) << with->report.model;
+}
+
+// fl2va reads the keyframes' encoder from the given VAE file (the demo's would not pair with its
+// decoder): a decode-only file is refused naming it.
+TEST(EngineComponents, KeyframesAreEncodedByTheGivenVaeFile) {
+  if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
+  testing::TempDir dir("components_fl2va");
+  const DemoFiles files = write_demo_parts(dir.path, "t", "video", "audio");
+  engine::ModelSource source;
+  source.vae = files.vae;
+  Expected<std::unique_ptr<engine::Engine>> e = engine::Engine::open(source, engine::EngineOptions{});
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  engine::GenerateRequest r;
+  r.frames = 124;
+  r.steps = 1;
+  r.text_rows = 8;
+  r.references = {{engine::ReferenceInput::Kind::kFirstFrame,
+                   testing::test_data_dir() + "/reference_media/images/rgb_odd.png"}};
+  Expected<engine::RunPlan> plan = (*e)->plan(r);
+  ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
+  const Status s = (*e)->run(*plan).status();
+  EXPECT_TRUE(mentions(s, files.vae) && mentions(s, "holds no encoder.* / quant_conv.* weights")) << s.to_string();
 }
 
 TEST(EngineComponents, ComfyModelsTreeIsFoundByKeysAndGeneratesTheDemo) {

@@ -128,9 +128,9 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   // fl2va: the keyframes go through the video VAE's encoder (on the CPU), then t2va's stages.
   const bool fl2va = !plan.keyframes.empty();
   if (fl2va && !models_.video_encoder) {
-    if (!source_.dir) return Status(ErrorCode::kInternal, "fl2va: this engine has no video VAE encoder");
+    if (!components_.vae) return Status(ErrorCode::kInternal, "fl2va: this engine has no video VAE encoder");
     const auto t_encoder = Clock::now();
-    OROCHI_ASSIGN_OR_RETURN(models_.video_encoder, pipeline::load_video_encoder(*source_.dir, models_));
+    OROCHI_ASSIGN_OR_RETURN(models_.video_encoder, pipeline::load_video_encoder(*components_.vae, models_));
     report.load_s += seconds_since(t_encoder);
   }
   // ref2va: the references through both VAE encoders (on the CPU); only the demo has them today

@@ -181,15 +181,13 @@ Expected<T2vaModels> load_t2va_models(const std::string& root, bool transformer_
   return m;
 }
 
-Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& root, const T2vaModels& models) {
-  namespace fs = std::filesystem;
+Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& vae, const T2vaModels& models) {
   std::error_code ec;
-  const fs::path vae = fs::path(root) / "vae";
-  if (!fs::is_directory(vae, ec))
-    return not_found(root + " has no vae/ folder: fl2va encodes its keyframes with the video VAE's encoder");
-  OROCHI_ASSIGN_OR_RETURN(h3vae::EncoderWeights encoder, h3vae::load_encoder_weights(vae.string()));
+  if (!std::filesystem::exists(vae, ec))
+    return not_found(vae + " does not exist: keyframes and references are encoded with the video VAE's encoder");
+  OROCHI_ASSIGN_OR_RETURN(h3vae::EncoderWeights encoder, h3vae::load_encoder_weights(vae));
   if (encoder.config.latent_channels != models.video_vae.config.latent_channels)
-    return unsupported(vae.string() + ": the encoder makes " + std::to_string(encoder.config.latent_channels) +
+    return unsupported(vae + ": the encoder makes " + std::to_string(encoder.config.latent_channels) +
                        " latent channels, the decoder reads " + std::to_string(models.video_vae.config.latent_channels));
   return encoder;
 }

@@ -38,10 +38,10 @@ struct T2vaModels {
 // weights are random, the pipeline around them is the real one.
 T2vaModels demo_t2va_models(uint64_t seed);
 
-// The encoder half of `root`/vae (fl2va keyframes), checked against the decoder's latent channels.
-// not_found naming the folder when there is none; the loader's error (naming the key) for a vae/
-// without encoder weights.
-Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& root, const T2vaModels& models);
+// The encoder half of the video VAE component `vae` (a vae/ folder or a single file: fl2va keyframes,
+// ref2va references), checked against the decoder's latent channels. not_found naming the path when
+// there is none; the loader's error (naming the key) for one without encoder weights.
+Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& vae, const T2vaModels& models);
 
 // Loads `root`/transformer, `root`/vae and `root`/audio_vae (diffusers layout). A missing folder is
 // not_found naming it and what it holds.
