@@ -36,6 +36,17 @@ Tensor stack_rows(const std::vector<Tensor>& parts) {
   return out;
 }
 
+// The target's latent grid, audio and patch sizes, which t2va's and ref2va's layout requests share.
+template <typename LayoutRequestT>
+void set_target_grid(LayoutRequestT& r, const h3::H3Config& config, const VideoGeometry& geometry) {
+  r.latent_frames = geometry.latent_frames;
+  r.latent_height = geometry.latent_height;
+  r.latent_width = geometry.latent_width;
+  r.audio_latents = geometry.audio_latents;
+  r.audio_channels = kAudioChannels;
+  r.patch_h = config.patch_size[1];
+  r.patch_w = config.patch_size[2];
+}
 
 // The packed layout of a shape: ref2va's with references, else t2va's with its keyframes; the text
 // rows tagged as the shape says (all 1 without tags).
@@ -44,27 +55,15 @@ Expected<PackedLayout> layout_of(const h3::H3Config& config, const T2vaShape& sh
       shape.text_tags.empty() ? std::vector<int64_t>(static_cast<size_t>(shape.text_rows), 1) : shape.text_tags;
   if (!shape.references.empty()) {
     Ref2vaLayoutRequest r;
+    set_target_grid(r, config, geometry);
     r.text_tags = tags;
-    r.latent_frames = geometry.latent_frames;
-    r.latent_height = geometry.latent_height;
-    r.latent_width = geometry.latent_width;
-    r.audio_latents = geometry.audio_latents;
-    r.audio_channels = kAudioChannels;
-    r.patch_h = config.patch_size[1];
-    r.patch_w = config.patch_size[2];
     r.references = shape.references;
     OROCHI_ASSIGN_OR_RETURN(Ref2vaLayout layout, build_ref2va_layout(r));
     return std::move(layout.packed);
   }
   LayoutRequest r;
+  set_target_grid(r, config, geometry);
   r.text_rows = shape.text_rows;
-  r.latent_frames = geometry.latent_frames;
-  r.latent_height = geometry.latent_height;
-  r.latent_width = geometry.latent_width;
-  r.audio_latents = geometry.audio_latents;
-  r.audio_channels = kAudioChannels;
-  r.patch_h = config.patch_size[1];
-  r.patch_w = config.patch_size[2];
   r.keyframes = shape.keyframes;
   OROCHI_ASSIGN_OR_RETURN(PackedLayout layout, build_packed_layout(r));
   std::copy(tags.begin(), tags.end(), layout.token_tags.data<int64_t>());  // text rows come first
