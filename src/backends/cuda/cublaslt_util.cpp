@@ -14,6 +14,22 @@ Status cublas_status(cublasStatus_t s, const char* what) {
                                     cublasLtGetStatusString(s) + ")");
 }
 
+Status create_handle_and_workspace(int device, size_t workspace_bytes, const char* what, const char* advice,
+                                   cublasLtHandle_t* handle, void** workspace) {
+  int previous = 0;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  const cudaError_t malloc_err = workspace_bytes ? cudaMalloc(workspace, workspace_bytes) : cudaSuccess;
+  const cublasStatus_t create_status = cublasLtCreate(handle);
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(previous));
+  if (malloc_err != cudaSuccess) {
+    cudaGetLastError();
+    return io_error(std::string(what) + ": cudaMalloc of " + std::to_string(workspace_bytes) + " bytes on cuda:" +
+                    std::to_string(device) + " failed (" + cudaGetErrorName(malloc_err) + "): " + advice);
+  }
+  return cublas_status(create_status, "cublasLtCreate");
+}
+
 uint32_t alignment_of(const void* p) {
   const auto address = reinterpret_cast<uintptr_t>(p);
   if (address == 0) return 256;

@@ -17,6 +17,12 @@ Status cublas_status(cublasStatus_t s, const char* what);
 
 #define OROCHI_CUBLAS_RETURN_IF_ERROR(call) OROCHI_RETURN_IF_ERROR(::orochi::cuda::cublas_status((call), #call))
 
+// A runner's cuBLASLt handle and its one cudaMalloc of `workspace_bytes`, made on GPU `device` (the
+// current device restored). Whatever was made is stored in *handle / *workspace even on failure,
+// for the runner's destructor to free; a failed cudaMalloc's error names `what` and ends in `advice`.
+Status create_handle_and_workspace(int device, size_t workspace_bytes, const char* what, const char* advice,
+                                   cublasLtHandle_t* handle, void** workspace);
+
 // The alignment of `p` in bytes, capped at 256 (null counts as 256): cuBLASLt picks kernels by it.
 uint32_t alignment_of(const void* p);
 

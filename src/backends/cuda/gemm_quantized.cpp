@@ -42,19 +42,10 @@ struct QuantizedGemmRunner::Plan {
 Expected<std::unique_ptr<QuantizedGemmRunner>> QuantizedGemmRunner::create(int device_index, size_t workspace_bytes) {
   std::unique_ptr<QuantizedGemmRunner> runner(new QuantizedGemmRunner());
   runner->device_index_ = device_index;
-  int previous = 0;
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
-  const cudaError_t malloc_err = workspace_bytes ? cudaMalloc(&runner->workspace_, workspace_bytes) : cudaSuccess;
-  const cublasStatus_t create_status = cublasLtCreate(&runner->handle_);
-  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(previous));
-  if (malloc_err != cudaSuccess) {
-    cudaGetLastError();
-    return io_error("quantized GEMM workspace: cudaMalloc of " + std::to_string(workspace_bytes) + " bytes on cuda:" +
-                    std::to_string(device_index) + " failed (" + cudaGetErrorName(malloc_err) + "): free GPU memory");
-  }
+  OROCHI_RETURN_IF_ERROR(create_handle_and_workspace(device_index, workspace_bytes, "quantized GEMM workspace",
+                                                     "free GPU memory", &runner->handle_,
+                                                     &runner->workspace_));
   runner->workspace_bytes_ = workspace_bytes;
-  OROCHI_RETURN_IF_ERROR(cublas_status(create_status, "cublasLtCreate"));
   return runner;
 }
 
