@@ -46,7 +46,7 @@ int run_bench(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "text") return run_bench_text(argv);
   Expected<Args> args = Args::parse(argv, {"res", "frames", "text-rows", "layers", "warmup", "iters", "device", "seed",
                                            "dump-outputs", "gpus", "parallel", "comm-timeout", "vram-per-gpu", "tier",
-                                           "slots", "set", "lora", "precision"},
+                                           "slots", "set", "lora", "precision", "refs"},
                                     {"json", "profile"}, {"lora"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "dit")
@@ -85,6 +85,12 @@ int run_bench(const std::vector<std::string>& argv) {
     Expected<engine::LoraSource> lora = parse_lora_option(v);
     if (!lora) return fail(lora.status());
     o.loras.push_back(std::move(*lora));
+  }
+  if (args->has("refs")) {
+    o.references_spec = args->get("refs", "");
+    Expected<std::vector<pipeline::ReferenceGeometry>> refs = engine::parse_bench_references(o.references_spec);
+    if (!refs) return fail(refs.status());
+    o.references = std::move(*refs);
   }
   o.profile = args->has("profile");
   o.dump_outputs = args->get("dump-outputs", "");

@@ -19,6 +19,7 @@
 #include "engine/run_switches.h"
 #include "models/h3/denoiser.h"
 #include "pipeline/decoders.h"
+#include "pipeline/ref2va_layout.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
 
@@ -69,9 +70,19 @@ struct BenchDitOptions {
   bool profile = false;
   std::string dump_outputs;  // non-empty: write the last forward's inputs and outputs there
   std::vector<LoraSource> loras;  // merged on the GPU into the random weights, in order
+  // ref2va: reference blocks packed before the target (parse_bench_references), in order; empty: t2va.
+  std::vector<pipeline::ReferenceGeometry> references;
+  std::string references_spec;  // as given, for the report
   RunSwitches switches;
   std::function<void(const std::string&)> on_note;
 };
+
+// `bench dit --refs LIST`: comma-separated reference blocks by their encoded pixel sizes, for timing
+// the denoiser at ref2va lengths without media: `image:WxH` (an encode size, multiples of 32, e.g.
+// 2048x3072 for a 2:3 picture at the 2048 short edge), `video:WxHxF` (F frames on a WxH canvas,
+// multiples of 32, snapped down to 17n + 5 as the encoder does) with `+audio` for its soundtrack
+// (F / 24 s at 32 kHz), `audio:SECONDS` (a clip). The latents follow pipeline/reference's rules.
+Expected<std::vector<pipeline::ReferenceGeometry>> parse_bench_references(const std::string& spec);
 
 // `orochi bench text`: the Qwen3-VL text stack, random weights of the real shapes or a checkpoint's.
 struct BenchTextOptions {

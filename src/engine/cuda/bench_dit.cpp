@@ -82,6 +82,26 @@ void one_gpu_figures(const h3::H3Config& config, const pipeline::PackedLayout& l
   *request_gib = static_cast<double>(request) / kGiB;
 }
 
+// t2va's packed layout, or ref2va's with the references before the target (every text row tagged
+// text: the tags change which modulation a row takes, not the work).
+Expected<pipeline::PackedLayout> bench_layout(const BenchDitOptions& o, const pipeline::VideoGeometry& geometry) {
+  if (o.references.empty()) {
+    pipeline::LayoutRequest request{.text_rows = o.text_rows, .latent_frames = geometry.latent_frames,
+                                    .latent_height = geometry.latent_height, .latent_width = geometry.latent_width,
+                                    .audio_latents = geometry.audio_latents, .keyframes = {}};
+    return pipeline::build_packed_layout(request);
+  }
+  pipeline::Ref2vaLayoutRequest request;
+  request.text_tags.assign(static_cast<size_t>(o.text_rows), 1);
+  request.latent_frames = geometry.latent_frames;
+  request.latent_height = geometry.latent_height;
+  request.latent_width = geometry.latent_width;
+  request.audio_latents = geometry.audio_latents;
+  request.references = o.references;
+  OROCHI_ASSIGN_OR_RETURN(pipeline::Ref2vaLayout layout, pipeline::build_ref2va_layout(request));
+  return std::move(layout.packed);
+}
+
 }  // namespace
 
 Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
@@ -92,10 +112,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   OROCHI_ASSIGN_OR_RETURN(const pipeline::VideoGeometry geometry, pipeline::video_geometry(o.width, o.height, o.frames));
   h3::H3Config config;  // the released shapes
   config.num_layers = o.layers;
-  pipeline::LayoutRequest request{.text_rows = o.text_rows, .latent_frames = geometry.latent_frames,
-                                  .latent_height = geometry.latent_height, .latent_width = geometry.latent_width,
-                                  .audio_latents = geometry.audio_latents, .keyframes = {}};
-  OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, pipeline::build_packed_layout(request));
+  OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, bench_layout(o, geometry));
   // The LoRA files read and mapped first: a bad file is refused before any GPU work.
   std::vector<h3::H3Lora> loras;
   for (const LoraSource& l : o.loras) {
@@ -130,6 +147,8 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   std::optional<StreamingChoice> streaming;
   h3::gpu::WeightStreaming weight_streaming;
   if (o.vram_per_gpu_gib) {
+    if (!o.references.empty())
+      return unsupported("--vram-per-gpu plans its streaming for a t2va request; drop --refs or --vram-per-gpu");
     if (o.gpus != 1) return unsupported("--vram-per-gpu streams one GPU's weights; use it with --gpus 1");
     OROCHI_ASSIGN_OR_RETURN(streaming, plan_streaming(config, o.res, o.frames, o.text_rows, *o.vram_per_gpu_gib,
                                                       o.tier, o.slots));
@@ -239,6 +258,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
                    {"request_gib", runner0.request_bytes_peak() / kGiB}, {"gpu_used_gib", used_gib},
                    {"out_finite", finite}, {"outputs_fnv1a", fnv1a_hex({&out.video, &out.audio})}, {"gpus", o.gpus},
                    {"tp", parallel.tp}, {"sp", parallel.sp}, {"layout_why", degrees.why},
+                   {"refs", o.references_spec},
                    {"attention", runner0.attention_kernel()}, {"switches", run_switches_json(o.switches)}};
   if (o.profile) j["profile"] = profile;
   if (!o.loras.empty()) j["loras"] = lora_json;
