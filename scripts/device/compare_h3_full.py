@@ -175,6 +175,8 @@ def main() -> int:
     ap.add_argument("--lora", default=None, help="a diffusers-format LoRA file (make_random_lora.py), applied "
                     "unmerged as PEFT runs it: base(x) + strength * B(A x) in the layer's dtype")
     ap.add_argument("--lora-strength", type=float, default=1.0)
+    ap.add_argument("--warmup", type=int, default=0, help="untimed forwards before the timed ones")
+    ap.add_argument("--iters", type=int, default=1, help="timed forwards (median reported; outputs from the last)")
     a = ap.parse_args()
     log = lambda msg: print(f"[compare_h3] {msg}", file=sys.stderr, flush=True)  # noqa: E731
 
@@ -209,15 +211,25 @@ def main() -> int:
     lora_pairs = add_unmerged_lora(model, a.lora, a.lora_strength, log) if a.lora else 0
 
     to = lambda k: d[k].to(dev)  # noqa: E731
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        video, audio = model(hidden_states=to("video_in")[None], audio_hidden_states=to("audio_in")[None],
-                             encoder_hidden_states=to("text_in")[None], timestep=to("timesteps"),
-                             timestep_indices=to("timestep_indices"), token_tags=to("token_tags"),
-                             position_ids=to("positions"), video_indices=to("video_indices"),
-                             audio_indices=to("audio_indices"), text_indices=to("text_indices"), return_dict=False)
+    inputs = dict(hidden_states=to("video_in")[None], audio_hidden_states=to("audio_in")[None],
+                  encoder_hidden_states=to("text_in")[None], timestep=to("timesteps"),
+                  timestep_indices=to("timestep_indices"), token_tags=to("token_tags"), position_ids=to("positions"),
+                  video_indices=to("video_indices"), audio_indices=to("audio_indices"),
+                  text_indices=to("text_indices"), return_dict=False)
+    times = []
+    for i in range(max(0, a.warmup) + max(1, a.iters)):
+        if dev != "cpu" and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            video, audio = model(**inputs)
+        if dev != "cpu" and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        if i >= a.warmup:
+            times.append(time.perf_counter() - t0)
+        log(f"diffusers forward {i + 1}: {time.perf_counter() - t0:.3f} s{' (warm-up)' if i < a.warmup else ''}")
     video, audio = video[0].float().cpu(), audio[0].float().cpu()
-    forward_s = time.perf_counter() - t0
+    forward_s = float(np.median(times))
 
     rv, ra = rel_l2(d["video_out"], video), rel_l2(d["audio_out"], audio)
     ok = rv <= a.tol and ra <= a.tol and bool(torch.isfinite(video).all() and torch.isfinite(audio).all())
@@ -228,7 +240,8 @@ def main() -> int:
                max_abs_audio=float((d["audio_out"] - audio).abs().max()),
                ref_rms_video=float(video.double().pow(2).mean().sqrt()),
                ref_rms_audio=float(audio.double().pow(2).mean().sqrt()),
-               rng_max_abs_diff=rng_diff, diffusers_forward_s=forward_s, tol=a.tol, result="PASS" if ok else "FAIL")
+               rng_max_abs_diff=rng_diff, diffusers_forward_s=forward_s,
+               diffusers_forward_s_all=times, backend=a.backend, tol=a.tol, result="PASS" if ok else "FAIL")
     if a.lora:
         res.update(lora=a.lora, lora_strength=a.lora_strength, lora_pairs=lora_pairs,
                    orochi_loras=json.loads(meta.get("loras", "[]")))
