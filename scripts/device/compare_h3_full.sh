@@ -6,9 +6,9 @@
 #   LAYERS=2 for a quick check (default 50, the released depth). The dumps (~17 MB at 480p, ~40 MB at
 #   768p) go to DUMP_DIR (default /tmp/h3_compare), not $OUT: they would not come back anyway.
 # Results: one JSON line per resolution in $OUT/compare_h3.jsonl; exit 1 if any FAIL.
-# Side by side timing at other lengths: BENCH_ARGS go to bench (e.g. "--text-rows 36000 --refs
-# image:2048x3072,video:1344x768x120+audio,audio:5 --warmup 1 --iters 2" for ref2va), PY_ARGS to
-# compare_h3_full.py (e.g. "--backend _native_cudnn --warmup 1 --iters 2", as ../shared/bench/peer_h3.py).
+# Side by side timing at other lengths: WARMUP / ITERS (default 0 / 1) for bench, BENCH_ARGS go to
+# bench (e.g. "--text-rows 36000 --refs image:2048x3072,video:1344x768x120+audio,audio:5" for ref2va),
+# PY_ARGS to compare_h3_full.py (e.g. "--backend _native_cudnn --warmup 1 --iters 2", as peer_h3.py).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 DUMP_DIR="${DUMP_DIR:-/tmp/h3_compare}"
@@ -23,7 +23,7 @@ for res in "${@:-480p}"; do
   dump="$DUMP_DIR/ours_$res.safetensors"
   echo "== $res, $layers layers: orochi bench dit --dump-outputs"
   # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments
-  if ! gpu-dist/orochi bench dit --res "$res" --layers "$layers" --iters 1 --warmup 0 ${BENCH_ARGS:-} --json --dump-outputs "$dump" \
+  if ! gpu-dist/orochi bench dit --res "$res" --layers "$layers" --iters "${ITERS:-1}" --warmup "${WARMUP:-0}" ${BENCH_ARGS:-} --json --dump-outputs "$dump" \
       2> "$OUT/compare_bench_$res.err" | tee -a "$OUT/compare_bench.jsonl"; then
     tail -5 "$OUT/compare_bench_$res.err"
     status=1
