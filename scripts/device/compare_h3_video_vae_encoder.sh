@@ -8,6 +8,7 @@
 # per stage, and the fastest named.
 # Usage (device run, carry .pack .whl, or gpu-dist .whl): bash scripts/device/compare_h3_video_vae_encoder.sh
 #   The weights (~0.72 GB) and reference (~50 MB) go to DUMP_DIR (default /tmp/h3_vae_encoder), not $OUT.
+#   Env FILTER: a gtest filter for the C++ side (e.g. 'EncoderFull.Matches*' skips the per-path timings).
 #   Printed last: the summary lines and the video's stage table of the baseline and the fastest path;
 #   the whole log is $OUT/compare_vae_encoder_ours.log.
 set -uo pipefail
@@ -29,7 +30,9 @@ echo "== diffusers (reference side)"
 PYTHONUNBUFFERED=1 python3 scripts/device/compare_h3_video_vae_encoder.py --dir "$DUMP_DIR" \
   2> "$OUT/compare_vae_encoder_py.err" | tee "$OUT/compare_vae_encoder_py.log" || { tail -20 "$OUT/compare_vae_encoder_py.err"; exit 1; }
 echo "== orochi GPU encoder on the same weights"
-OROCHI_H3_VAE_ENCODER_FULL="$DUMP_DIR" gpu-dist/test_h3_video_vae_encoder_full > "$OUT/compare_vae_encoder_ours.log" 2>&1
+# FILTER (a gtest filter, e.g. 'EncoderFull.Matches*') skips the side-by-side of every path when set.
+OROCHI_H3_VAE_ENCODER_FULL="$DUMP_DIR" gpu-dist/test_h3_video_vae_encoder_full ${FILTER:+--gtest_filter="$FILTER"} \
+  > "$OUT/compare_vae_encoder_ours.log" 2>&1
 code=$?
 log="$OUT/compare_vae_encoder_ours.log"
 grep -hE "Failure|FAILED  \]" -A3 "$log" | head -30

@@ -33,6 +33,21 @@ Expected<Tensor> Engine::text_features(const RunPlan& plan, RunReport& report) {
   Tensor features;
   if (plan.text_features.defined()) {
     features = plan.text_features;
+  } else if (plan.conditioner) {  // fl2va / ref2va: the presentation with its pictures
+    const std::string text_encoder = *components_.text_encoder;  // plan() checked it
+    note(plan.workflow + " presentation of " + std::to_string(plan.conditioner->size()) + " tokens (" +
+         std::to_string(plan.conditioner->vision_patches()) + " vision-tower patches) through " +
+         std::to_string(plan.request.text_layer) + " text-encoder layers on " + device_);
+    if (on_gpu_) {
+      OROCHI_ASSIGN_OR_RETURN(features, gpu_backend().encode_presentation(text_encoder, *plan.conditioner,
+                                                                          plan.request.text_layer, plan.text_placement));
+    } else {
+      OROCHI_ASSIGN_OR_RETURN(const pipeline::PromptConditioning c,
+                              pipeline::encode_conditioner_inputs_cpu(text_encoder, plan.request.text_layer,
+                                                                      *plan.conditioner));
+      features = c.features;
+    }
+    OROCHI_RETURN_IF_ERROR(pipeline::check_finite(features, "the text encoder"));
   } else if (plan.prompt_ids.defined()) {
     const std::string text_encoder = *components_.text_encoder;  // plan() checked it
     note("prompt of " + std::to_string(plan.prompt_ids.numel()) + " tokens through " +
@@ -49,6 +64,12 @@ Expected<Tensor> Engine::text_features(const RunPlan& plan, RunReport& report) {
   }
   report.text_s = seconds_since(t0);
   return features;
+}
+
+Expected<Tensor> Engine::conditioning(const RunPlan& plan) {
+  if (plan.on_gpu != on_gpu_) return Status(ErrorCode::kInternal, "Engine::conditioning: the plan was made by another engine");
+  RunReport unused;
+  return text_features(plan, unused);
 }
 
 // The GPU models of this plan: kept from the last request when the placement is the same (a new

@@ -52,6 +52,10 @@ class Engine {
   ~Engine();
 
   Expected<RunPlan> plan(const GenerateRequest& request) const;
+  // The plan's text features alone, f32 [L, text_dim], as run() makes them: the conditioner over the
+  // prompt or its presentation with the pictures (on the engine's device), a features file's rows,
+  // or the demo's random rows.
+  Expected<Tensor> conditioning(const RunPlan& plan);
   // `cancel` set (a signal, a server's cancel): kCancelled at the next step or stage.
   Expected<RunResult> run(const RunPlan& plan, const ProgressCallback& progress = nullptr,
                           const std::atomic<bool>* cancel = nullptr);

@@ -9,6 +9,7 @@
 #include "core/format.h"
 #include "core/host_memory.h"
 #include "core/stopwatch.h"
+#include "engine/presentation_plan.h"
 #include "engine/reference_checks.h"
 #include "engine/reference_inputs.h"
 #include "models/h3/flops.h"
@@ -48,6 +49,10 @@ planner::PlanRequest plan_request_of(const RunPlan& plan) {
   p.audio_sigmas = r.audio_sigmas;
   p.keyframes = keyframe_anchors(r);  // fl2va's keyframe rows
   p.references = pipeline::reference_geometry(plan.references);  // ref2va's reference blocks
+  if (plan.conditioner) {  // the presentation's vision rows are tagged video, and the tower reads its patches
+    p.text_tags = plan.conditioner->presentation.dit_tags;
+    p.vision_patches = plan.conditioner->vision_patches();
+  }
   return p;
 }
 
@@ -85,18 +90,19 @@ Status plan_keyframes(RunPlan& plan, bool demo) {
   return Status::ok();
 }
 
-// fl2va and ref2va run on the built-in demo model only, so far: a checkpoint's are refused (before any
-// weight is read, from check_conditioning) with what is missing.
-Status check_workflow_source(const ModelSource& source, const std::string& workflow) {
+// fl2va and ref2va on a checkpoint condition the denoiser on their presentation through the Qwen3-VL
+// conditioner (engine/presentation_plan.h), so they take --prompt: a features file carries no
+// per-row tags for the pictures' rows. Refused before any weight is read, from check_conditioning.
+Status check_workflow_source(const ModelSource& source, const GenerateRequest& r, const std::string& workflow) {
   if (workflow == "t2va" || source.demo()) return Status::ok();
   if (source.random_weights)
     return unsupported(workflow + " encodes its references with the VAE encoders, which --random-weights does not "
                        "make; run it on the built-in demo model (no MODEL_DIR)");
-  if (workflow == "fl2va")
-    return unsupported("fl2va on a checkpoint conditions the denoiser on its presentation (\"<Picture i>: \" and "
-                       "each keyframe's vision tokens, then the prompt) through the Qwen3-VL conditioner with the "
-                       "keyframes' vision features; that prompt path is not wired into the engine yet. The built-in "
-                       "demo model (no MODEL_DIR) runs fl2va on random text rows");
+  if (workflow == "fl2va" && r.text_features_file)
+    return invalid_argument(workflow + " on a checkpoint takes --prompt: its presentation to the Qwen3-VL "
+                            "conditioner carries the pictures' vision tokens (tagged as video rows), which a "
+                            "--text-features file cannot say; pass --prompt TEXT instead");
+  if (workflow == "fl2va") return Status::ok();
   return unsupported("ref2va on a checkpoint conditions the transformer_ref/ denoiser on its presentation (\"<Picture "
                      "i>: \", \"<Video k>: \" with timestamps and each reference's vision tokens, \"<Audio j>: \", then "
                      "the prompt) through the Qwen3-VL conditioner with the references' vision features; that path "
@@ -190,7 +196,7 @@ Status Engine::check_conditioning(const ModelSource& source, const GenerateReque
   // The references: counts, every file's headers, aspects, lengths, the frame rule (reference_checks.h);
   // then whether this source runs their workflow.
   OROCHI_ASSIGN_OR_RETURN(const ReferenceCheck checked, check_references(r));
-  return check_workflow_source(source, checked.workflow);
+  return check_workflow_source(source, r, checked.workflow);
 }
 
 Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
@@ -204,7 +210,7 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   GenerateRequest& r = plan.request;
   r = asked;
   const bool demo = source_.demo();
-  OROCHI_RETURN_IF_ERROR(check_workflow_source(source_, plan.workflow));
+  OROCHI_RETURN_IF_ERROR(check_workflow_source(source_, r, plan.workflow));
   if (plan.workflow == "fl2va") {
     const auto t_read = Clock::now();
     OROCHI_RETURN_IF_ERROR(plan_keyframes(plan, demo));
@@ -219,18 +225,22 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
   if (r.text_rows == 0) r.text_rows = demo ? 32 : 256;
   plan.on_gpu = on_gpu_;
 
-  // Conditioning, and with it the exact number of text rows L.
+  // Conditioning, and with it the exact number of text rows L (a presentation with pictures: once
+  // they are read, below).
   OROCHI_RETURN_IF_ERROR(check_conditioning(source_, r));
+  int64_t max_tokens = 0;
   if (r.prompt) {
     const std::string& tokenizer = *components_.tokenizer;  // check_conditioning found both
-    int64_t max_tokens = 0, hidden = 0;
+    int64_t hidden = 0;
     OROCHI_RETURN_IF_ERROR(
         pipeline::check_text_encoder(*components_.text_encoder, r.text_layer, &max_tokens, &hidden));
     if (hidden != transformer_config_.text_dim)
       return unsupported("the text encoder's hidden size is " + std::to_string(hidden) + " but the transformer reads " +
                          std::to_string(transformer_config_.text_dim) + "-wide features: not one checkpoint's parts");
-    OROCHI_ASSIGN_OR_RETURN(plan.prompt_ids, pipeline::tokenize_prompt(tokenizer, *r.prompt, max_tokens));
-    r.text_rows = plan.prompt_ids.numel();
+    if (plan.workflow == "t2va") {
+      OROCHI_ASSIGN_OR_RETURN(plan.prompt_ids, pipeline::tokenize_prompt(tokenizer, *r.prompt, max_tokens));
+      r.text_rows = plan.prompt_ids.numel();
+    }
   } else if (r.text_features_file) {
     OROCHI_ASSIGN_OR_RETURN(plan.text_features,
                             pipeline::load_text_features(*r.text_features_file, transformer_config_.text_dim));
@@ -241,6 +251,8 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
     OROCHI_RETURN_IF_ERROR(plan_references(plan, demo));
     plan.media_decode_s = seconds_since(t_read);
   }
+  if (r.prompt && plan.workflow != "t2va")
+    OROCHI_RETURN_IF_ERROR(plan_presentation(plan, components_, source_.dir, max_tokens));
   OROCHI_ASSIGN_OR_RETURN(plan.shape, shape_of(plan));
   if (on_gpu_) OROCHI_RETURN_IF_ERROR(plan_gpu(plan));
   else OROCHI_RETURN_IF_ERROR(check_cpu_request(plan));

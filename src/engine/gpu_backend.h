@@ -22,6 +22,7 @@
 #include "pipeline/ref2va_layout.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
+#include "pipeline/vision_prompt.h"
 
 namespace orochi::engine {
 
@@ -122,6 +123,13 @@ class GpuBackend {
   // before returning f32 [L, hidden].
   virtual Expected<Tensor> encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
                                          const TextEncoderPlacement& placement) = 0;
+  // A presentation with pictures (fl2va, ref2va): the vision tower of `text_encoder_dir` over the
+  // images and the videos' frames, freed, then its first `layer` text layers over the mixed
+  // sequence (the tower's features at the pad rows, DeepStack after the first layers), freed
+  // again before returning f32 [L, hidden]. The GPU twin of pipeline::encode_conditioner_inputs_cpu.
+  virtual Expected<Tensor> encode_presentation(const std::string& text_encoder_dir,
+                                               const pipeline::ConditionerInputs& inputs, int64_t layer,
+                                               const TextEncoderPlacement& placement) = 0;
   // `orochi bench dit` / `bench text`: timings, memory and the outputs' hash as JSON.
   virtual Expected<nlohmann::json> bench_dit(const BenchDitOptions& options) = 0;
   virtual Expected<nlohmann::json> bench_text(const BenchTextOptions& options) = 0;

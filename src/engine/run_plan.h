@@ -15,6 +15,7 @@
 #include "engine/gpu_backend.h"
 #include "io/media_in.h"
 #include "pipeline/ref2va.h"
+#include "pipeline/vision_prompt.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
 #include "planner/request_shape.h"
@@ -33,6 +34,9 @@ struct RunPlan {
   // says the decode phase fits beside them; otherwise they go and the next request uploads again.
   bool keep_denoiser_weights = true;
   Tensor prompt_ids;     // i64 [L] when the request has a prompt (tokenized here)
+  // fl2va / ref2va with a prompt: its presentation with the pictures' pixel values (prompt_ids are
+  // its token ids; engine/presentation_plan.h).
+  std::optional<pipeline::ConditionerInputs> conditioner;
   Tensor text_features;  // f32 [L, text_dim] when it has a features file (read here)
   std::string workflow = "t2va";  // workflow_of(request)
   // fl2va: the keyframes read and put onto the canvas (pipeline::prepare_fl2va_keyframes), in the

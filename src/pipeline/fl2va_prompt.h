@@ -15,18 +15,10 @@
 #include "core/tensor.h"
 #include "io/media_in.h"
 #include "models/qwen3vl/processor.h"
+#include "pipeline/vision_prompt.h"
+#include "text/tokenizer.h"
 
 namespace orochi::pipeline {
-
-struct PromptConditioning {
-  Tensor features;                // f32 [L, hidden]: hidden_states[layer]
-  std::vector<int64_t> tags;      // [L]: kH3VideoTag on the vision blocks' rows, kH3TextTag elsewhere
-  std::vector<int32_t> token_ids; // [L]: the presentation
-};
-
-// The image processor a model folder ships (processor/preprocessor_config.json, the release's), or
-// H3's when the folder has none (ComfyUI's files, a bare text_encoder/). Errors: a malformed file, named.
-Expected<qwen3vl::VisionProcessorConfig> image_processor_config(const std::string& model_dir);
 
 struct Fl2vaPromptInputs {
   std::string tokenizer;                   // tokenizer.json or its folder
@@ -34,6 +26,14 @@ struct Fl2vaPromptInputs {
   qwen3vl::VisionProcessorConfig processor = qwen3vl::VisionProcessorConfig::h3_images();
   int64_t layer = 50;                      // the hidden state read (kH3TextLayer)
 };
+
+// The presentation and the keyframes' pixel values, ready for the conditioner (the engine's plan
+// makes them; the CPU or the GPU encodes them). `keyframes`: on the canvas, in packed order.
+// Errors: an empty prompt, the builder's, a presentation over `max_tokens`.
+Expected<ConditionerInputs> prepare_fl2va_prompt(const text::BpeTokenizer& tokenizer,
+                                                 const qwen3vl::VisionProcessorConfig& processor,
+                                                 const std::string& prompt, const std::vector<io::RgbImage>& keyframes,
+                                                 int64_t max_tokens);
 
 // On the CPU. `keyframes`: on the canvas, in packed order (Fl2vaKeyframes::images); none gives the
 // prompt alone (t2va's presentation). Errors: the tokenizer's, an empty prompt, a text encoder

@@ -74,6 +74,7 @@ struct PlanRequest {
   int64_t width = 1344, height = 768, frames = 124;
   int64_t text_rows = 256;  // prompt tokens L (with fl2va/ref2va: the presentation's, vision pads included)
   int64_t vision_patches = 0;  // patches of the images and video frames the tower reads (0: no tower)
+  std::vector<int64_t> text_tags;  // per text row, the presentation's DiT tag (pipeline::T2vaShape); empty: all text
   int64_t steps = 8;        // denoiser evaluations
   double video_shift = pipeline::kH3VideoShift, audio_shift = pipeline::kH3AudioShift;
   std::vector<double> video_sigmas, audio_sigmas;  // given grids (pipeline/sampling.h); empty: shifted

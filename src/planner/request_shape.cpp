@@ -21,6 +21,7 @@ Expected<RequestShape> request_shape(const ModelConfigs& models, const PlanReque
   t2va.video_sigmas = request.video_sigmas;
   t2va.audio_sigmas = request.audio_sigmas;
   t2va.text_rows = request.text_rows;
+  t2va.text_tags = request.text_tags;
   t2va.keyframes = request.keyframes;
   t2va.references = request.references;
   OROCHI_ASSIGN_OR_RETURN(s.t2va, pipeline::plan_t2va(models.transformer, t2va));

@@ -11,6 +11,7 @@
 //   (bound 1e-3: the layout code checked at full size).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -72,7 +73,8 @@ TEST_F(EncoderFull, MatchesDiffusersAndTimesSideBySide) {
   };
   const Case cases[] = {{"image 3648x2048 tf32", 1, 2048, 3648, cuda::ConvMath::kTf32, "image", "image_s"},
                         {"video 124x1344x768 tf32", 124, 768, 1344, cuda::ConvMath::kTf32, "video", "video_s"},
-                        {"image 3648x2048 fp32", 1, 2048, 3648, cuda::ConvMath::kF32, "image_fp32", "image_fp32_s"}};
+                        {"image 3648x2048 fp32", 1, 2048, 3648, cuda::ConvMath::kF32, "image_fp32", "image_fp32_s"},
+                        {"video 124x1344x768 fp32", 124, 768, 1344, cuda::ConvMath::kF32, "video_fp32", "video_fp32_s"}};
   // (Autotuning and the other paths: EveryGpuPathTimedSideBySide below.)
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -91,24 +93,36 @@ TEST_F(EncoderFull, MatchesDiffusersAndTimesSideBySide) {
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_OK_AND_ASSIGN(const Tensor moments, enc->encode_moments(x, options));
     const double ours_s = seconds_since(t0);
-    ASSERT_OK_AND_ASSIGN(const Tensor latents, enc->encode_condition(u8, options));
     const Tensor ref_moments = ref->get(c.ref_prefix + ".moments").value().to(DType::kF32);
-    const Tensor ref_latents = ref->get(c.ref_prefix + ".latents").value().to(DType::kF32);
     const testing::Comparison cm = testing::compare(moments, ref_moments);
-    const testing::Comparison cl = testing::compare(latents, ref_latents);
+    // The fp32 video reference has moments only (its latents' recipe is the TF32 case's).
+    const bool with_latents = ref->get(c.ref_prefix + ".latents").has_value();
+    Tensor latents;
+    testing::Comparison cl;
+    if (with_latents) {
+      ASSERT_OK_AND_ASSIGN(latents, enc->encode_condition(u8, options));
+      cl = testing::compare(latents, ref->get(c.ref_prefix + ".latents").value().to(DType::kF32));
+    }
+    // A TF32 encode against the exact (fp32) reference of the same input, where there is one: the
+    // TF32 error of ours beside diffusers' own (compare_h3_video_vae_encoder.py prints that).
+    if (Expected<Tensor> exact = ref->get(c.ref_prefix + "_fp32.moments"); exact && c.math == cuda::ConvMath::kTf32)
+      std::printf("[encoder-full] %-26s moments vs diffusers fp32: rel_l2=%.3e\n", c.name.c_str(),
+                  testing::compare(moments, exact->to(DType::kF32)).rel_l2);
     const double theirs_s = timing.value(c.ref_seconds, 0.0);
     const double planned_gib = (enc->weight_bytes() + h3vae::gpu::encoder_activation_bytes(w->config, tile)) /
                                static_cast<double>(size_t{1} << 30);
     std::printf("[encoder-full] %-26s moments rel_l2=%.3e latents rel_l2=%.3e | ours %.3f s, diffusers %.3f s, "
                 "ratio %.3f | planned %.2f GiB (activations peak %.2f GiB)\n",
-                c.name.c_str(), cm.rel_l2, cl.rel_l2, ours_s, theirs_s, theirs_s > 0 ? ours_s / theirs_s : 0.0,
+                c.name.c_str(), cm.rel_l2, with_latents ? cl.rel_l2 : std::nan(""), ours_s, theirs_s, theirs_s > 0 ? ours_s / theirs_s : 0.0,
                 planned_gib, enc->activation_peak_bytes() / static_cast<double>(size_t{1} << 30));
     std::fflush(stdout);
     // fp32 on both sides: the 1e-3. TF32 on both sides: each rounds its own (different) operands
     // to 10 mantissa bits through ~30 convolutions, so only a sanity bound; the line above has the number.
     const double tol = c.math == cuda::ConvMath::kF32 ? 1e-3 : 2e-2;
     EXPECT_TRUE(cm.same_nonfinite && cm.rel_l2 <= tol) << cm.summary();
-    EXPECT_TRUE(cl.same_nonfinite && cl.rel_l2 <= tol) << cl.summary();
+    if (with_latents) {
+      EXPECT_TRUE(cl.same_nonfinite && cl.rel_l2 <= tol) << cl.summary();
+    }
   }
 }
 

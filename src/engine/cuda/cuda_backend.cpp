@@ -24,6 +24,10 @@ class CudaBackend final : public GpuBackend {
                                  const TextEncoderPlacement& placement) override {
     return cuda_backend::cuda_encode_prompt(dir, ids, layer, placement);
   }
+  Expected<Tensor> encode_presentation(const std::string& dir, const pipeline::ConditionerInputs& inputs, int64_t layer,
+                                       const TextEncoderPlacement& placement) override {
+    return cuda_backend::cuda_encode_presentation(dir, inputs, layer, placement);
+  }
   Expected<nlohmann::json> bench_dit(const BenchDitOptions& options) override {
     return cuda_backend::cuda_bench_dit(options);
   }

@@ -22,6 +22,10 @@ Expected<GpuT2va> cuda_t2va_random(const h3::H3Config& transformer, const GpuPla
                                    const pipeline::T2vaPlan& plan, uint64_t seed);
 Expected<Tensor> cuda_encode_prompt(const std::string& text_encoder_dir, const Tensor& token_ids, int64_t layer,
                                     const TextEncoderPlacement& placement);
+// The vision tower, then the mixed text stack, one after the other on placement.device
+// (gpu_conditioner.cpp).
+Expected<Tensor> cuda_encode_presentation(const std::string& text_encoder_dir, const pipeline::ConditionerInputs& inputs,
+                                          int64_t layer, const TextEncoderPlacement& placement);
 Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& options);
 Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& options);
 

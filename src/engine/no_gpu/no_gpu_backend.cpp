@@ -27,6 +27,10 @@ class NoGpuBackend final : public GpuBackend {
   Expected<Tensor> encode_prompt(const std::string&, const Tensor&, int64_t, const TextEncoderPlacement&) override {
     return no_cuda();
   }
+  Expected<Tensor> encode_presentation(const std::string&, const pipeline::ConditionerInputs&, int64_t,
+                                       const TextEncoderPlacement&) override {
+    return no_cuda();
+  }
   Expected<nlohmann::json> bench_dit(const BenchDitOptions&) override { return no_cuda(); }
   Expected<nlohmann::json> bench_text(const BenchTextOptions&) override { return no_cuda(); }
 };
