@@ -105,7 +105,7 @@ Tensors write_format(const Reference& r, const h3::H3Config& c, Fmt f) {
     pair("transformer_blocks.0.attn.to_k", "", r.qkv_a, r.k_b, 2.0f);
     pair("transformer_blocks.0.attn.to_v", "", r.qkv_a, r.v_b, 2.0f);
   } else {
-    const Tensor fused = f == Fmt::kOriginal ? cat_rows({r.q_b, r.k_b, r.v_b}) : interleave(r.q_b, r.k_b, r.v_b, heads);
+    const Tensor fused = f == Fmt::kDiffSynth ? interleave(r.q_b, r.k_b, r.v_b, heads) : cat_rows({r.q_b, r.k_b, r.v_b});
     pair("", "blocks.0.attn.qkv_proj", r.qkv_a, fused, 2.0f);
   }
   pair("transformer_blocks.0.ff.net.0.proj", "blocks.0.mlp.fc1", r.fc1_a,
@@ -296,6 +296,58 @@ TEST(H3Lora, RefusesBadFilesKeysAndShapes) {
                  "both target transformer_blocks.0.attn.to_q.weight");
   Expected<h3::H3Lora> missing = h3::read_lora("/nonexistent/lora.safetensors", c);
   EXPECT_FALSE(missing.has_value());
+}
+
+
+// The alphas a file's __metadata__ gives (diffusers' lora_adapter_metadata, a network alpha), and
+// their refusals naming the entry.
+TEST(H3Lora, MetadataAlphasAndTheirErrors) {
+  const h3::H3Config c = config();
+  std::mt19937_64 rng(8);
+  const int64_t H = c.hidden_size, inner = c.inner_dim(), F = c.ffn_dim;
+  const std::string q = "transformer.transformer_blocks.0.attn.to_q", ff = "transformer.transformer_blocks.1.ff.net.2";
+  const Tensors t = {{q + ".lora_A.weight", random_tensor({4, H}, rng)}, {q + ".lora_B.weight", random_tensor({inner, 4}, rng)},
+                     {ff + ".lora_A.weight", random_tensor({2, F}, rng)}, {ff + ".lora_B.weight", random_tensor({H, 2}, rng)}};
+  testing::TempDir dir("lora");
+  auto scales = [&](const std::map<std::string, std::string>& meta) -> Expected<std::map<std::string, float>> {
+    const std::string path = dir.file("m.safetensors");
+    EXPECT_TRUE(weights::write_safetensors(path, t, meta).is_ok());
+    OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::read_lora(path, c));
+    std::map<std::string, float> out;
+    for (const h3::LoraDelta& d : lora.deltas) out[d.param] = d.scale;
+    return out;
+  };
+  const std::string qw = "transformer_blocks.0.attn.to_q.weight", fw = "transformer_blocks.1.ff.net.2.weight";
+  auto none = scales({});
+  ASSERT_TRUE(none.has_value()) << none.status().to_string();
+  EXPECT_EQ((*none)[qw], 1.0f);
+  auto network = scales({{"alpha", "8"}});
+  ASSERT_TRUE(network.has_value()) << network.status().to_string();
+  EXPECT_EQ((*network)[qw], 2.0f);  // 8 / 4
+  EXPECT_EQ((*network)[fw], 4.0f);  // 8 / 2
+  // PEFT's alpha_pattern matches the module name or a suffix of it after a dot: "blocks.0.attn.to_q"
+  // is not a dotted suffix of "transformer_blocks.0.attn.to_q".
+  const std::string peft = R"({"transformer.lora_alpha": 2, "transformer.r": 4,
+      "transformer.alpha_pattern": {"blocks\\.0\\.attn\\.to_q": 9, "1\\.ff\\.net\\.2": 6, "to_k": 1},
+      "transformer.use_rslora": false})";
+  auto patterned = scales({{"lora_adapter_metadata", peft}, {"alpha", "100"}});
+  ASSERT_TRUE(patterned.has_value()) << patterned.status().to_string();
+  EXPECT_EQ((*patterned)[qw], 0.5f);  // lora_alpha 2 / 4 (lora_adapter_metadata wins over "alpha")
+  EXPECT_EQ((*patterned)[fw], 3.0f);  // 6 / 2
+  auto rslora = scales({{"lora_adapter_metadata", R"({"transformer.lora_alpha": 2, "transformer.use_rslora": true})"}});
+  ASSERT_TRUE(rslora.has_value()) << rslora.status().to_string();
+  EXPECT_EQ((*rslora)[qw], 1.0f);  // 2 / sqrt(4)
+
+  auto refused = [&](const std::map<std::string, std::string>& meta, const std::string& needle) {
+    auto s = scales(meta);
+    ASSERT_FALSE(s.has_value()) << "accepted metadata that should name " << needle;
+    EXPECT_NE(s.status().message().find(needle), std::string::npos) << s.status().message();
+  };
+  refused({{"alpha", "eight"}}, "__metadata__ \"alpha\" is \"eight\"");
+  refused({{"lora_adapter_metadata", "{not json"}}, "lora_adapter_metadata is not a JSON object");
+  refused({{"lora_adapter_metadata", R"({"transformer.lora_alpha": -1})"}}, "'transformer.lora_alpha'");
+  refused({{"lora_adapter_metadata", R"({"transformer.use_dora": true})"}}, "DoRA");
+  refused({{"lora_adapter_metadata", R"({"transformer.alpha_pattern": {"to_q[": 2}})"}}, "'to_q['");
 }
 
 

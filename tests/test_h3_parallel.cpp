@@ -1,7 +1,7 @@
 // Tensor- and sequence-parallel H3 forward on in-process CPU ranks against the one-rank forward:
 // TP2, TP4, SP2, SP3 (uneven rows), TP2 x SP2 and SP4 on a small random model whose FFN width
 // splits unevenly, and TP8, SP8, TP2 x SP4, TP4 x SP2 with 16 heads; every rank returns the same outputs. Plus the shard rules, bad layouts and a
-// stalled rank.
+// stalled rank, and a LoRA merged before slicing or sliced unmerged.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "dist/cpu_comm.h"
 #include "dist/workers.h"
+#include "models/h3/lora.h"
 #include "models/h3/parallel_forward.h"
 #include "models/h3/parallel_shard.h"
 #include "models/h3/tensor_parallel.h"
@@ -171,6 +172,53 @@ TEST_F(H3Parallel, RowSplitBiasesAreAddedOnce) {
   reference_ = *h3::forward(full_, in_, tables_);
   expect_matches_reference(2, 1);
   expect_matches_reference(4, 1);
+}
+
+// A LoRA on every linear (issue 24): merged into the full weights before slicing, TP2 and TP4 equal
+// one rank with the same merge; attached unmerged (PEFT's semantics), shard_weights slices each
+// adapter by its layer's rule (B's rows, or A's columns of a column-split layer) and TP2 / TP4 equal
+// one rank's unmerged forward, which equals the merged one.
+TEST_F(H3Parallel, LoraMergedBeforeSlicingOrSlicedUnmergedMatchesOneRank) {
+  h3::H3Lora lora;
+  lora.path = "in-memory";
+  uint64_t seed = 300;
+  for (auto& [name, layer] : h3::linear_layers(full_)) {
+    const int64_t rank = 1 + static_cast<int64_t>(seed % 4);
+    lora.deltas.push_back(h3::LoraDelta{name, name, testing::random_normal({rank, layer->weight.dim(1)}, seed, 0.3f),
+                                        testing::random_normal({layer->weight.dim(0), rank}, seed + 1, 0.3f),
+                                        2.0f / static_cast<float>(rank)});
+    seed += 2;
+  }
+  const h3::H3Weights base = full_;
+  const Tensor timesteps = Tensor::from_floats({0.25f, 0.75f}, {2});
+  h3::H3Weights merged = base, unmerged = base;
+  ASSERT_TRUE(h3::merge_lora(merged, lora, 0.8f).is_ok());
+  ASSERT_TRUE(h3::attach_lora(unmerged, lora, 0.8f).is_ok());
+  const h3::H3Outputs merged_out = *h3::forward(merged, in_, h3::compute_modulation_tables(merged, timesteps));
+  EXPECT_GT(testing::compare(merged_out.video, reference_.video).rel_l2, 0.05);  // the LoRA matters
+
+  full_ = merged;
+  tables_ = h3::compute_modulation_tables(full_, timesteps);
+  reference_ = merged_out;
+  expect_matches_reference(2, 1);
+  expect_matches_reference(4, 1);
+
+  full_ = unmerged;
+  tables_ = h3::compute_modulation_tables(full_, timesteps);
+  reference_ = *h3::forward(full_, in_, tables_);
+  EXPECT_TENSOR_CLOSE(reference_.video, merged_out.video, 1e-5);
+  EXPECT_TENSOR_CLOSE(reference_.audio, merged_out.audio, 1e-5);
+  expect_matches_reference(2, 1);
+  expect_matches_reference(4, 1);
+  // Each TP-4 rank holds its quarter of the adapters of block 0's column-split to_out and row-split ff_in.
+  const h3::H3Weights shard = *h3::shard_weights(full_, 1, 4);
+  const h3::LinearWeights &to_out = shard.blocks[0].attn.to_out, &ff_in = shard.blocks[0].ff_in;
+  ASSERT_EQ(to_out.adapters.size(), 1u);
+  EXPECT_EQ(to_out.adapters[0].down.dim(1), config_.inner_dim() / 4);
+  EXPECT_EQ(to_out.adapters[0].up.dim(0), config_.hidden_size);
+  ASSERT_EQ(ff_in.adapters.size(), 1u);
+  EXPECT_EQ(ff_in.adapters[0].up.dim(0), 2 * dist::even_share(config_.ffn_dim, 4, 1).size());
+  EXPECT_EQ(ff_in.adapters[0].down.dim(1), config_.hidden_size);
 }
 
 TEST_F(H3Parallel, EachRankHoldsItsShareOfEveryBlockLinear) {

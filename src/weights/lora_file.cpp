@@ -1,8 +1,12 @@
 #include "weights/lora_file.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <regex>
+
+#include <nlohmann/json.hpp>
 
 #include "weights/safetensors.h"
 
@@ -34,7 +38,102 @@ struct Partial {
   const TensorInfo* alpha = nullptr;
 };
 
+// One PEFT LoraConfig of a `lora_adapter_metadata` entry: its keys are "PREFIX.FIELD" (diffusers'
+// _pack_dict_with_prefix: "transformer.lora_alpha") or a bare "FIELD".
+struct AdapterConfig {
+  std::optional<float> lora_alpha;
+  std::vector<std::pair<std::string, float>> alpha_pattern;  // in the file's order, as PEFT iterates it
+  bool rslora = false;
+};
+
+Expected<float> positive_alpha(const nlohmann::ordered_json& v, const std::string& where) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
+    return invalid_argument(where + " is " + v.dump() + ", expected a positive number");
+  return v.get<float>();
+}
+
+Expected<std::map<std::string, AdapterConfig>> adapter_configs(const std::string& text, const std::string& where) {
+  const std::string entry = where + ": __metadata__ lora_adapter_metadata";
+  const nlohmann::ordered_json json = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return invalid_argument(entry + " is not a JSON object");
+  std::map<std::string, AdapterConfig> out;  // prefix ("" for bare fields) -> config
+  for (const auto& [key, value] : json.items()) {
+    const size_t dot = key.rfind('.');
+    const std::string prefix = dot == std::string::npos ? "" : key.substr(0, dot);
+    const std::string field = key.substr(dot == std::string::npos ? 0 : dot + 1);
+    AdapterConfig& c = out[prefix];
+    if (field == "lora_alpha") {
+      OROCHI_ASSIGN_OR_RETURN(c.lora_alpha, positive_alpha(value, entry + " '" + key + "'"));
+    } else if (field == "alpha_pattern" && !value.is_null()) {
+      if (!value.is_object()) return invalid_argument(entry + " '" + key + "' is not an object of pattern: alpha");
+      for (const auto& [pattern, alpha] : value.items()) {
+        OROCHI_ASSIGN_OR_RETURN(float a, positive_alpha(alpha, entry + " '" + key + "' '" + pattern + "'"));
+        c.alpha_pattern.emplace_back(pattern, a);
+      }
+    } else if (field == "use_rslora") {
+      c.rslora = value.is_boolean() && value.get<bool>();
+    } else if (field == "use_dora" && value.is_boolean() && value.get<bool>()) {
+      return invalid_argument(entry + " '" + key + "' is true: DoRA adapters (a magnitude vector per layer) are not supported");
+    }
+  }
+  return out;
+}
+
+// PEFT's get_pattern_key: the first pattern that matches the whole module name or a dotted suffix of it.
+Expected<std::optional<float>> pattern_alpha(const AdapterConfig& c, const std::string& module, const std::string& where) {
+  for (const auto& [pattern, alpha] : c.alpha_pattern) {
+    std::regex re;
+    try {
+      re = std::regex("(.*\\.)?(" + pattern + ")$", std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      return invalid_argument(where + ": __metadata__ lora_adapter_metadata alpha_pattern '" + pattern +
+                              "' is not a regular expression");
+    }
+    if (std::regex_match(module, re)) return std::optional<float>(alpha);
+  }
+  return std::optional<float>();
+}
+
+// The alphas of the file's metadata for pairs that have no .alpha key (see the header for the order).
+Status apply_metadata_alphas(std::vector<LoraPair>& pairs, const std::map<std::string, std::string>& metadata,
+                             const std::string& where) {
+  if (auto it = metadata.find("lora_adapter_metadata"); it != metadata.end()) {
+    OROCHI_ASSIGN_OR_RETURN(const auto configs, adapter_configs(it->second, where));
+    for (LoraPair& p : pairs) {
+      // The longest prefix that the module name starts with ("" matches any).
+      const AdapterConfig* config = nullptr;
+      std::string inner;
+      size_t best = 0;
+      for (const auto& [prefix, c] : configs) {
+        const bool fits = prefix.empty() || p.module.starts_with(prefix + ".");
+        if (!fits || (config && prefix.size() < best)) continue;
+        config = &c, best = prefix.size();
+        inner = prefix.empty() ? p.module : p.module.substr(prefix.size() + 1);
+      }
+      if (!config) continue;
+      OROCHI_ASSIGN_OR_RETURN(const std::optional<float> from_pattern, pattern_alpha(*config, inner, where));
+      p.alpha = from_pattern ? from_pattern : config->lora_alpha;
+      p.rslora = config->rslora;
+    }
+    return Status::ok();
+  }
+  if (auto it = metadata.find("alpha"); it != metadata.end()) {
+    char* end = nullptr;
+    const float v = std::strtof(it->second.c_str(), &end);
+    if (it->second.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
+      return invalid_argument(where + ": __metadata__ \"alpha\" is \"" + it->second +
+                              "\", expected a positive number (the network alpha of every module)");
+    for (LoraPair& p : pairs) p.alpha = v;
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+float LoraPair::scale() const {
+  if (!alpha) return 1.0f;
+  return *alpha / (rslora ? std::sqrt(static_cast<float>(rank())) : static_cast<float>(rank()));
+}
 
 const char* lora_suffixes_name(LoraSuffixes s) {
   switch (s) {
@@ -113,6 +212,9 @@ Expected<LoraFile> read_lora_file(const std::string& path) {
     }
     out.pairs.push_back(std::move(p));
   }
+  bool any_alpha_key = false;
+  for (const LoraPair& p : out.pairs) any_alpha_key |= p.alpha.has_value();
+  if (!any_alpha_key) OROCHI_RETURN_IF_ERROR(apply_metadata_alphas(out.pairs, file->metadata(), where));
   return out;
 }
 

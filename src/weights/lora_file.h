@@ -4,7 +4,11 @@
 //   PEFT          MODULE.lora_A.weight [r, in], MODULE.lora_B.weight [out, r] (diffusers, ComfyUI)
 //   PEFT default  MODULE.lora_A.default.weight / lora_B.default.weight (DiffSynth)
 //   kohya         MODULE.lora_down.weight / lora_up.weight (kohya, musubi-tuner)
-// and in any of them an optional MODULE.alpha scalar (scale alpha / rank; none: scale 1).
+// A module's alpha (scale alpha / rank) comes from, in order: its MODULE.alpha scalar; else, in a file
+// without .alpha keys, the `lora_adapter_metadata` JSON of __metadata__ that diffusers' save_lora_weights
+// writes (PEFT's LoraConfig under a component prefix: lora_alpha, alpha_pattern matched as PEFT's
+// get_pattern_key does, use_rslora: alpha / sqrt(rank); use_dora refused); else __metadata__'s "alpha"
+// (one network alpha for every module, lightx2v's convention, as diffusers reads it); else none (scale 1).
 #pragma once
 
 #include <optional>
@@ -25,8 +29,9 @@ struct LoraPair {
   Tensor down;                  // A, [r, in] as stored (zero-copy view)
   Tensor up;                    // B, [out, r] as stored
   std::optional<float> alpha;
+  bool rslora = false;          // PEFT's use_rslora: the scale is alpha / sqrt(rank)
   int64_t rank() const { return down.dim(0); }
-  float scale() const { return alpha ? *alpha / static_cast<float>(rank()) : 1.0f; }
+  float scale() const;
 };
 
 struct LoraFile {
@@ -38,7 +43,7 @@ struct LoraFile {
 // Reads `path` (one .safetensors file). Refused, naming the key: a key of no known suffix, suffixes
 // of two conventions in one file, a module with a down and no up (or the reverse), an alpha without
 // its pair, non-float or non-2-D factors, ranks that differ between down and up, an alpha that is
-// not one finite positive number.
+// not one finite positive number, metadata that is not what the list above says (naming the entry).
 Expected<LoraFile> read_lora_file(const std::string& path);
 
 }  // namespace orochi::weights

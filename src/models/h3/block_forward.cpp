@@ -31,7 +31,17 @@ void refiner_block(Tensor& h, const BlockWeights& b, const H3Config& c) {
 
 }  // namespace
 
-Tensor apply_linear(const Tensor& x, const LinearWeights& l) { return cpu::linear(x, l.weight, l.bias_or_null()); }
+Tensor apply_linear(const Tensor& x, const LinearWeights& l) {
+  Tensor y = cpu::linear(x, l.weight, l.bias_or_null());  // [n, out]
+  // Unmerged LoRAs in PEFT's order: the base result first, then + scale · B(A x), each in f32.
+  for (const LoraAdapter& a : l.adapters) {
+    const Tensor delta = cpu::linear(cpu::linear(x, a.down), a.up);  // [n, r] -> [n, out]
+    float* out = y.data<float>();
+    const float* d = delta.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) out[i] += d[i] * a.scale;
+  }
+  return y;
+}
 
 Qkv project_qkv(const Tensor& x, const AttentionWeights& a, int64_t heads, const H3Config& c, const cpu::RopeTable* rope) {
   const int64_t n = x.dim(0), hd = c.attention_head_dim;

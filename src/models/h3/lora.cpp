@@ -146,9 +146,9 @@ Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
     switch (target->fold) {
       case Fold::kPlain: ups = {up}; break;
       case Fold::kQkv: {
-        // The original/ComfyUI format stores [q_all; k_all; v_all]; DiffSynth and kohya follow the release's
-        // per-head interleaved module.
-        const bool interleaved = file.suffixes != weights::LoraSuffixes::kPeft;
+        // DiffSynth trains on the release's per-head interleaved module; the original/ComfyUI and kohya/musubi
+        // files on [q_all; k_all; v_all] (diffusers' _convert_non_diffusers_minimax_h3_lora_to_diffusers).
+        const bool interleaved = file.suffixes == weights::LoraSuffixes::kPeftDefault;
         for (int part = 0; part < 3; ++part) ups.push_back(qkv_part(up, part, interleaved, config));
         break;
       }
@@ -173,7 +173,13 @@ Expected<H3Lora> read_lora(const std::string& path, const H3Config& config, Lora
 
 std::vector<std::pair<std::string, Tensor*>> linear_weights(H3Weights& w) {
   std::vector<std::pair<std::string, Tensor*>> out;
-  auto add = [&](const std::string& name, LinearWeights& l) { out.emplace_back(name + ".weight", &l.weight); };
+  for (auto& [name, layer] : linear_layers(w)) out.emplace_back(name, &layer->weight);
+  return out;
+}
+
+std::vector<std::pair<std::string, LinearWeights*>> linear_layers(H3Weights& w) {
+  std::vector<std::pair<std::string, LinearWeights*>> out;
+  auto add = [&](const std::string& name, LinearWeights& l) { out.emplace_back(name + ".weight", &l); };
   add("proj_in", w.proj_in);
   add("audio_proj_in", w.audio_proj_in);
   add("context_embedder", w.context_embedder);
@@ -194,6 +200,24 @@ std::vector<std::pair<std::string, Tensor*>> linear_weights(H3Weights& w) {
   add("proj_out", w.proj_out);
   add("audio_proj_out", w.audio_proj_out);
   return out;
+}
+
+Status attach_lora(H3Weights& weights, const H3Lora& lora, float strength) {
+  if (!std::isfinite(strength))
+    return invalid_argument("LoRA '" + lora.path + "': strength " + std::to_string(strength) + " is not finite");
+  if (strength == 0.0f) return Status::ok();
+  std::map<std::string, LinearWeights*> by_name;
+  for (auto& [name, l] : linear_layers(weights)) by_name[name] = l;
+  for (const LoraDelta& d : lora.deltas) {
+    auto it = by_name.find(d.param);
+    if (it == by_name.end())
+      return invalid_argument("LoRA '" + lora.path + "': '" + d.source + "' targets " + d.param +
+                              ", which these weights do not hold");
+    const Tensor& w = it->second->weight;
+    OROCHI_CHECK(d.up.dim(0) == w.dim(0) && d.down.dim(1) == w.dim(1), "LoRA delta shape for " + d.param);
+    it->second->adapters.push_back(LoraAdapter{d.down, d.up, strength * d.scale});
+  }
+  return Status::ok();
 }
 
 Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength) {

@@ -8,8 +8,11 @@
 //               [q_all; k_all; v_all] (contiguous thirds); mlp.fc1's B rows are [gate; value]
 //   DiffSynth   blocks.i.attn.qkv_proj.lora_A.default.weight: the fused qkv B is per-head interleaved
 //   kohya       lora_unet_blocks_0_attn_qkv_proj.lora_down.weight / lora_up / .alpha (musubi-tuner): the
-//               fused qkv B is taken per-head interleaved, as the original module stores it (VERIFY)
-// A fused qkv shares A across q/k/v and splits B; fc1's B halves are swapped to [value; gate].
+//               fused qkv B in contiguous thirds, as diffusers 0.42.1's converter reads it (every producer but
+//               DiffSynth trains on the reference implementation's load-time [q_all; k_all; v_all] reorder)
+// A fused qkv shares A across q/k/v and splits B; fc1's B halves are swapped to [value; gate]. The
+// golden (scripts/golden/make_h3_lora.py, tests/test_h3_lora_golden.cpp) holds one PEFT LoRA in all
+// four formats and diffusers + PEFT's unmerged forward with it.
 #pragma once
 
 #include <string>
@@ -60,7 +63,16 @@ Expected<H3Lora> read_lora(const std::string& path, const H3Config& config,
 // Strength 0 changes nothing (the weights stay bit-identical). A non-finite strength is refused.
 Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength);
 
+// PEFT's unmerged semantics instead of a merge: every delta becomes an adapter of its layer
+// (LinearWeights::adapters, scale strength · alpha/r), and the CPU forward adds strength · scale ·
+// up·(down·x) to the layer's base output. The weights are untouched, so base and adapters keep their
+// own precision (the check of the merge's rounding). shard_weights slices adapters by their layer's
+// tensor-parallel rule. The GPU upload reads weights only: merge (merge_lora) for a GPU run.
+Status attach_lora(H3Weights& weights, const H3Lora& lora, float strength);
+
 // Every 2-D (linear) weight of `weights` by its diffusers name.
 std::vector<std::pair<std::string, Tensor*>> linear_weights(H3Weights& weights);
+// Every linear layer of `weights` by its diffusers weight name ("....weight").
+std::vector<std::pair<std::string, LinearWeights*>> linear_layers(H3Weights& weights);
 
 }  // namespace orochi::h3

@@ -15,6 +15,13 @@ struct BlockSlices {
 LinearWeights cut(const LinearWeights& l, const TpSlice& slice, bool rank0) {
   LinearWeights out;
   out.weight = tp_slice_host(l.weight, slice);
+  // An unmerged LoRA follows its layer: B's rows with output rows, A's columns with input columns
+  // (the partial outputs' all_reduce then sums scale · B(A_rank x_rank) into scale · B(A x)).
+  for (const LoraAdapter& a : l.adapters) {
+    const bool by_rows = slice.kind != TpSlice::Kind::kInColumns;
+    out.adapters.push_back(LoraAdapter{by_rows ? a.down : tp_slice_host(a.down, slice),
+                                       by_rows ? tp_slice_host(a.up, slice) : a.up, a.scale});
+  }
   if (!l.bias.defined()) return out;
   // An output bias follows its rows; an input-split layer's bias is added by rank 0 alone.
   if (slice.kind != TpSlice::Kind::kInColumns)

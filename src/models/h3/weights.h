@@ -17,9 +17,17 @@
 
 namespace orochi::h3 {
 
+// An unmerged low-rank update of a linear layer (h3::attach_lora): y += scale · up·(down·x).
+struct LoraAdapter {
+  Tensor down;  // f32 [r, in]
+  Tensor up;    // f32 [out, r]
+  float scale = 1.0f;  // strength · alpha / r
+};
+
 struct LinearWeights {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], undefined when the layer has none
+  std::vector<LoraAdapter> adapters;  // CPU forward only; empty unless a LoRA is attached unmerged
   const Tensor* bias_or_null() const { return bias.defined() ? &bias : nullptr; }
 };
 
