@@ -104,7 +104,10 @@ TEST(Precision, A24GiBGpuKeepsMoreBlocksResident) {
   std::printf("24 GiB, 480p: %d of 50 blocks streamed in bf16, %d in fp8\n", streamed_bf16, streamed_fp8);
   EXPECT_GT(streamed_bf16, 0);
   EXPECT_LT(streamed_fp8, streamed_bf16 / 2 + 5);
-  EXPECT_EQ(streamed_blocks(int8), streamed_fp8);
+  // int8's larger GEMM accumulator (QuantizedRunsPlanTheirActivationBuffers) may cost it a block.
+  const int streamed_int8 = streamed_blocks(int8);
+  EXPECT_GE(streamed_int8, streamed_fp8);
+  EXPECT_LE(streamed_int8, streamed_fp8 + 2);
   EXPECT_LT(fp8.step_stream_s, bf16.step_stream_s);
 }
 
@@ -125,18 +128,44 @@ TEST(Precision, PlanCommandShowsAndChecksIt) {
   EXPECT_NE(bad.output.find("--precision takes bf16, fp8 or int8, got 'fp16'"), std::string::npos) << bad.output;
 }
 
-// generate, serve and bench dit take the option but refuse what the forward does not run yet, before
-// any work; a bad value is a usage error everywhere.
-TEST(Precision, RunsRefuseWhatIsNotBuiltYet) {
+// The quantized forward's request buffers (h3::gpu::arena_buffers, which the runner allocates and
+// the planner adds up): a block linear's input as codes + per-token scales, and the GEMM's
+// accumulator in row chunks (int8 always dequantizes in our epilogue: 4096 rows; fp8 only where
+// cuBLASLt refuses outer-vector scales: 1024); bf16 has none of them.
+TEST(Precision, QuantizedRunsPlanTheirActivationBuffers) {
+  const h3::H3Config c = released();
+  RequestShape shape;
+  shape.rows = 37966, shape.text_rows = 256, shape.video_rows = 37296, shape.audio_rows = 414, shape.timesteps = 2;
+  auto buffers = [&](Precision p) {
+    std::map<std::string, uint64_t> bytes;
+    for (const BufferBytes& b : h3_request_buffers(c, shape, ParallelLayout{}, {}, p))
+      bytes[b.name.substr(0, b.name.find(' '))] += b.bytes;
+    return bytes;
+  };
+  const auto bf16 = buffers(Precision::kBf16), fp8 = buffers(Precision::kFp8), int8 = buffers(Precision::kInt8);
+  EXPECT_EQ(bf16.count("xq_codes") + bf16.count("xq_scales") + bf16.count("xq_acc"), 0u);
+  const uint64_t R = 37966, widest_in = 14336, widest_out = 2 * 14336;
+  for (const auto* q : {&fp8, &int8}) {
+    EXPECT_EQ(q->at("xq_codes"), aligned(R * widest_in));
+    EXPECT_EQ(q->at("xq_scales"), aligned(R * 4));
+  }
+  EXPECT_EQ(fp8.at("xq_acc"), aligned(1024 * widest_out * 4));
+  EXPECT_EQ(int8.at("xq_acc"), aligned(4096 * widest_out * 4));
+  EXPECT_EQ(fp8.at("cuBLASLt"), 2 * bf16.at("cuBLASLt"));  // the quantized GEMMs' own workspace
+}
+
+// fp8 / int8 run the GPU denoiser's quantized linears (tests/cuda/test_h3_gpu_precision); the CPU
+// path is the f32 reference and refuses them by name; bench dit takes them (here: no GPU to run on).
+TEST(Precision, TheCpuRefusesQuantizedRuns) {
   for (const char* cmd : {"generate --precision fp8", "generate --precision int8 --device cpu"}) {
     const testing::CliResult r = testing::run_orochi(cmd);
     EXPECT_EQ(r.code, 1) << cmd << "\n" << r.output;
-    EXPECT_NE(r.output.find("the denoiser runs in bf16 only for now"), std::string::npos) << cmd << "\n" << r.output;
-    EXPECT_NE(r.output.find("orochi plan --precision"), std::string::npos) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("runs the denoiser's quantized linears on a GPU"), std::string::npos) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << cmd << "\n" << r.output;
   }
   const testing::CliResult bench = testing::run_orochi("bench dit --precision int8");
   EXPECT_EQ(bench.code, 1) << bench.output;
-  EXPECT_NE(bench.output.find("scripts/device/bench_fp8_gemm.sh"), std::string::npos) << bench.output;
+  EXPECT_EQ(bench.output.find("bf16 only"), std::string::npos) << bench.output;
   for (const char* cmd : {"generate --precision fp16", "bench dit --precision FP8", "serve --precision e4m3"}) {
     const testing::CliResult r = testing::run_orochi(cmd);
     EXPECT_EQ(r.code, 2) << cmd << "\n" << r.output;

@@ -101,10 +101,7 @@ int run_bench(const std::vector<std::string>& argv) {
                       args->get("precision", "bf16")};
   Expected<engine::EngineOptions> options = engine_options_from(cli);
   if (!options) return fail(options.status());
-  if (options->precision != Precision::kBf16)
-    return fail(unsupported(std::string("bench dit --precision ") + precision_name(options->precision) +
-                            ": the denoiser forward runs in bf16 only for now; the fp8 / int8 GEMMs are timed "
-                            "against bf16 by scripts/device/bench_fp8_gemm.sh (tests/cuda/test_cuda_bench_gemm)"));
+  o.precision = options->precision;
   o.switches = options->switches;
   o.on_note = options->on_note;
   engine::GpuBackend& gpus_backend = engine::gpu_backend();

@@ -213,11 +213,16 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   if (options.gpus > 1 && !e->on_gpu_)
     return invalid_argument("--gpus " + std::to_string(options.gpus) + " needs --device cuda");
   if (options.comm_timeout_s < 1) return usage_error("--comm-timeout must be >= 1 second");
-  if (options.precision != Precision::kBf16)
+  // fp8 / int8 are the GPU denoiser's (quantized weights, cuBLASLt fp8 / int8 GEMMs); the CPU
+  // path is the f32 reference, and the quantized forward runs on one GPU for now.
+  if (options.precision != Precision::kBf16 && !e->on_gpu_)
     return unsupported(std::string("--precision ") + precision_name(options.precision) +
-                       ": the denoiser runs in bf16 only for now (the fp8 / int8 GEMMs exist, issue 25, but the "
-                       "forward does not use them yet); `orochi plan --precision " + precision_name(options.precision) +
-                       "` shows the memory it would take");
+                       " runs the denoiser's quantized linears on a GPU; the CPU path computes in f32: add --device "
+                       "cuda, or drop --precision");
+  if (options.precision != Precision::kBf16 && options.gpus > 1)
+    return unsupported(std::string("--precision ") + precision_name(options.precision) +
+                       " runs on one GPU for now (issue 25): use --gpus 1, or --precision bf16 on " +
+                       std::to_string(options.gpus) + " GPUs");
   if (Status s = planner::parse_parallel_choice(options.parallel).status(); !s.is_ok()) return usage_error(s.message());
   if (source.random_weights && !e->on_gpu_)
     return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");

@@ -304,6 +304,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
   p.comm_timeout_s = options_.comm_timeout_s;
   p.decode_gpus = options_.gpus;  // the decode shares its chunks among all of them
   p.switches = options_.switches;
+  p.precision = options_.precision;
   plan.text_placement.device = first_gpu_;
   if (r.prompt && !configs_)
     return not_found("no text encoder config to plan --prompt on the GPU from" +

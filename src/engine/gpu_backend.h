@@ -36,6 +36,7 @@ struct GpuPlacement {
   int slots = 2;
   int decode_gpus = 1;         // GPUs from `device` on that share the video decode's chunks
   RunSwitches switches;
+  Precision precision = Precision::kBf16;  // the denoiser blocks' linears (--precision)
 };
 
 // The GPU models of a t2va run behind the pipeline's interfaces. The denoiser keeps its weights
@@ -71,6 +72,7 @@ struct BenchDitOptions {
   bool profile = false;
   std::string dump_outputs;  // non-empty: write the last forward's inputs and outputs there
   std::vector<LoraSource> loras;  // merged on the GPU into the random weights, in order
+  Precision precision = Precision::kBf16;  // the blocks' linears: bf16, or fp8 / int8 quantized at load
   // ref2va: reference blocks packed before the target (parse_bench_references), in order; empty: t2va.
   std::vector<pipeline::ReferenceGeometry> references;
   std::string references_spec;  // as given, for the report

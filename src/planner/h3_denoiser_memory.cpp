@@ -90,7 +90,7 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
 }
 
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const RequestShape& s, const ParallelLayout& layout,
-                                            const dist::SequenceParallelOptions& sp) {
+                                            const dist::SequenceParallelOptions& sp, Precision precision) {
   const int tpn = layout.tp(), spn = layout.sp();
   // The GPU runner's own list (h3::gpu::arena_buffers) for TP rank 0, whose share is the largest
   // when the FFN width splits unevenly; its rows are the largest SP share (even, or by the
@@ -100,7 +100,7 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
   const h3::ParallelRank rank{0, tpn, 0, spn, weights};
   const h3::gpu::RequestSize size{s.rows, s.text_rows, s.video_rows, s.audio_rows, s.timesteps};
   std::vector<BufferBytes> b;
-  for (const h3::gpu::ArenaBuffer& a : h3::gpu::arena_buffers(c, size, rank, h3::sp_gathers_rows(c, tpn, spn, sp.qkv))) {
+  for (const h3::gpu::ArenaBuffer& a : h3::gpu::arena_buffers(c, size, rank, h3::sp_gathers_rows(c, tpn, spn, sp.qkv), precision)) {
     const PoolKind pool = a.use == h3::gpu::ArenaUse::kRequestState ? PoolKind::kRequestState
                           : a.use == h3::gpu::ArenaUse::kStaging    ? PoolKind::kStaging
                           : a.use == h3::gpu::ArenaUse::kExchange   ? PoolKind::kComm
@@ -116,6 +116,8 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
   b.push_back({PoolKind::kScratch, "attention workspace (estimate)",
                std::max(buffer(heads * std::max(s.rows, s.text_rows) * 2, 4), kFlashSplitBytes) + kArenaAlignment});
   b.push_back({PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB});  // GemmRunner::kDefaultWorkspaceBytes
+  if (precision != Precision::kBf16)  // QuantizedGemmRunner::kDefaultWorkspaceBytes
+    b.push_back({PoolKind::kScratch, "cuBLASLt workspace (quantized GEMMs)", 32 * kMiB});
   if (tpn > 1 || spn > 1) b.push_back({PoolKind::kComm, "NCCL channel buffers (estimate)", 64 * kMiB});
   return b;
 }

@@ -171,6 +171,39 @@ TEST_F(CudaGemmQuantized, H3Layers) {
   }
 }
 
+// The forward's form (linear() with a planned accumulator, layers/cuda/linear.h): an accumulator
+// of fewer than M·N elements runs the rows in chunks, and every chunk is the same GEMM on its rows,
+// so the output is bit for bit the one-call result (int8, fp8 unit scales and bias included). One
+// row less than M·N, a third of M, and one row each; a buffer under one row is refused.
+TEST_F(CudaGemmQuantized, AGivenAccumulatorRunsTheRowsInChunks) {
+  const int64_t M = 300, N = 96, K = 160;
+  ASSERT_OK_AND_ASSIGN(Tensor dx, arena().tensor({M, K}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor dw, arena().tensor({N, K}, DType::kBF16));
+  ASSERT_STATUS_OK(cuda::fill_normal(dx, 7, next_stream(), 0.0f, 1.0f, stream()));
+  ASSERT_STATUS_OK(cuda::fill_normal(dw, 7, next_stream(), 0.0f, 1.0f / std::sqrt(static_cast<float>(K)), stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor dbias, cuda::upload(random_bf16_values({N}, 0.5f), arena(), DType::kBF16, stream()));
+  for (DType format : {DType::kI8, DType::kF8E4M3}) {
+    ASSERT_OK_AND_ASSIGN(RowQuantized qx, cuda::quantize_rows(dx, format, arena(), stream()));
+    ASSERT_OK_AND_ASSIGN(RowQuantized qw, cuda::quantize_rows(dw, format, arena(), stream()));
+    const cuda::QuantizedGemmOptions options{false, /*fp8_unit_scales=*/true};
+    ASSERT_OK_AND_ASSIGN(Tensor whole, arena().tensor({M, N}, DType::kBF16));
+    ASSERT_STATUS_OK(runner_->linear(qx, qw, &dbias, whole, arena(), stream(), options));
+    const Tensor expected = to_host_f32(whole, stream());
+    for (int64_t rows : {M - 1, M / 3, int64_t{1}}) {
+      ASSERT_OK_AND_ASSIGN(Tensor acc, arena().tensor({rows * N + N / 2}, DType::kF32));
+      ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor({M, N}, DType::kBF16));
+      ASSERT_STATUS_OK(poison(dy, stream()));
+      ASSERT_STATUS_OK(runner_->linear(qx, qw, &dbias, dy, acc, stream(), options));
+      const Tensor got = to_host_f32(dy, stream());
+      EXPECT_EQ(std::memcmp(got.raw_data(), expected.raw_data(), got.nbytes()), 0)
+          << dtype_name(format) << ", chunks of " << rows << " rows";
+    }
+    ASSERT_OK_AND_ASSIGN(Tensor small, arena().tensor({N - 1}, DType::kF32));
+    ASSERT_OK_AND_ASSIGN(Tensor dy, arena().tensor({M, N}, DType::kBF16));
+    EXPECT_FALSE(runner_->linear(qx, qw, &dbias, dy, small, stream(), options).is_ok());
+  }
+}
+
 TEST_F(CudaGemmQuantized, RefusesWhatCuBlasLtCannotRun) {
   ASSERT_OK_AND_ASSIGN(Tensor dx, arena().tensor({4, 40}, DType::kBF16));
   ASSERT_OK_AND_ASSIGN(Tensor dw, arena().tensor({8, 40}, DType::kBF16));

@@ -2,6 +2,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -171,6 +172,38 @@ Status QuantizedGemmRunner::run(const Plan& plan, const Operands& op) {
 
 Status QuantizedGemmRunner::linear(const RowQuantized& x, const RowQuantized& w, const Tensor* bias, const Tensor& y,
                                    DeviceArena& scratch, cudaStream_t stream, const QuantizedGemmOptions& options) {
+  return linear_with(x, w, bias, y, &scratch, nullptr, stream, options);
+}
+
+Status QuantizedGemmRunner::linear(const RowQuantized& x, const RowQuantized& w, const Tensor* bias, const Tensor& y,
+                                   const Tensor& accumulator, cudaStream_t stream, const QuantizedGemmOptions& options) {
+  OROCHI_CHECK(accumulator.defined() && accumulator.is_contiguous() && dtype_size(accumulator.dtype()) == 4,
+               "quantized linear: the accumulator must be a contiguous tensor of 4-byte elements, got ",
+               detail::describe_on_device(accumulator));
+  detail::require_same_device(x.codes, accumulator, "quantized linear accumulator");
+  return linear_with(x, w, bias, y, nullptr, &accumulator, stream, options);
+}
+
+Status QuantizedGemmRunner::accumulate_and_dequantize(Key key, Operands op, int64_t M, bool int8, void* y_rows) {
+  const int64_t N = key.N;
+  key.M = M;
+  key.align_x = alignment_of(op.x);
+  key.align_y = alignment_of(op.d);
+  OROCHI_ASSIGN_OR_RETURN(Plan * plan, plan_for(key, op));
+  OROCHI_RETURN_IF_ERROR(run(*plan, op));
+  const auto* xs = static_cast<const float*>(op.x_scale);
+  const auto* ws = static_cast<const float*>(op.w_scale);
+  const auto* b = static_cast<const __nv_bfloat16*>(op.bias);
+  auto* y = static_cast<__nv_bfloat16*>(y_rows);
+  const cudaError_t err =
+      int8 ? kernels::launch_dequantize_accumulator_i32(static_cast<const int32_t*>(op.d), xs, ws, b, y, M, N, op.stream)
+           : kernels::launch_dequantize_accumulator_f32(static_cast<const float*>(op.d), xs, ws, b, y, M, N, op.stream);
+  return detail::launch_status(err, "quantized linear dequantize epilogue");
+}
+
+Status QuantizedGemmRunner::linear_with(const RowQuantized& x, const RowQuantized& w, const Tensor* bias,
+                                        const Tensor& y, DeviceArena* scratch, const Tensor* accumulator,
+                                        cudaStream_t stream, const QuantizedGemmOptions& options) {
   check_operands(x, w, bias, y);
   const int64_t M = x.rows(), N = w.rows(), K = x.cols();
   const bool int8 = x.codes.dtype() == DType::kI8;
@@ -212,30 +245,35 @@ Status QuantizedGemmRunner::linear(const RowQuantized& x, const RowQuantized& w,
     key.path = QuantizedGemmPath::kFp8UnitScales;
     key.bias = false;
   }
-  // Accumulator paths: the codes' product into acc [M, N], then our epilogue into y.
-  const size_t mark = scratch.mark();
-  Expected<Tensor> acc = scratch.tensor({M, N}, int8 ? DType::kI32 : DType::kF32);
+  last_path_ = key.path;
+  // Accumulator paths: the codes' product into acc [rows, N], then our epilogue into y.
+  if (accumulator != nullptr) {
+    const int64_t chunk = accumulator->numel() / N;
+    if (chunk < 1)
+      return Status(ErrorCode::kInternal,
+                    "quantized linear: the accumulator holds " + std::to_string(accumulator->numel()) +
+                        " elements, fewer than one row of " + std::to_string(N) + " outputs");
+    const size_t x_row = static_cast<size_t>(K), y_row = static_cast<size_t>(N) * 2;
+    for (int64_t r0 = 0; r0 < M; r0 += chunk) {
+      const int64_t rows = std::min(chunk, M - r0);
+      Operands part = op;
+      part.x = static_cast<const char*>(op.x) + static_cast<size_t>(r0) * x_row;
+      part.x_scale = static_cast<const float*>(op.x_scale) + r0;
+      part.d = accumulator->raw_data();
+      OROCHI_RETURN_IF_ERROR(accumulate_and_dequantize(
+          key, part, rows, int8, static_cast<char*>(y.raw_data()) + static_cast<size_t>(r0) * y_row));
+    }
+    return Status::ok();
+  }
+  const size_t mark = scratch->mark();
+  Expected<Tensor> acc = scratch->tensor({M, N}, int8 ? DType::kI32 : DType::kF32);
   if (!acc)
     return Status(acc.status().code(), "quantized linear: the [" + std::to_string(M) + ", " + std::to_string(N) +
                                            "] accumulator of the " + quantized_gemm_path_name(key.path) +
                                            " path: " + acc.status().message());
   op.d = acc->raw_data();
-  key.align_y = alignment_of(op.d);
-  Status status = [&]() -> Status {
-    OROCHI_ASSIGN_OR_RETURN(Plan * plan, plan_for(key, op));
-    OROCHI_RETURN_IF_ERROR(run(*plan, op));
-    const auto* xs = static_cast<const float*>(op.x_scale);
-    const auto* ws = static_cast<const float*>(op.w_scale);
-    const auto* b = static_cast<const __nv_bfloat16*>(op.bias);
-    const cudaError_t err =
-        int8 ? kernels::launch_dequantize_accumulator_i32(static_cast<const int32_t*>(op.d), xs, ws, b,
-                                                          detail::bf16_data(y), M, N, stream)
-             : kernels::launch_dequantize_accumulator_f32(static_cast<const float*>(op.d), xs, ws, b,
-                                                          detail::bf16_data(y), M, N, stream);
-    return detail::launch_status(err, "quantized linear dequantize epilogue");
-  }();
-  scratch.reset(mark);
-  last_path_ = key.path;
+  Status status = accumulate_and_dequantize(key, op, M, int8, y.raw_data());
+  scratch->reset(mark);
   return status;
 }
 

@@ -62,6 +62,12 @@ class QuantizedGemmRunner {
   // not of 8, misaligned codes, cuBLASLt failures or too little scratch come back as a Status.
   Status linear(const RowQuantized& x, const RowQuantized& w, const Tensor* bias, const Tensor& y,
                 DeviceArena& scratch, cudaStream_t stream, const QuantizedGemmOptions& options = {});
+  // As above, the accumulator paths' product going to `accumulator` instead (a contiguous CUDA
+  // tensor of 4-byte elements, f32 or i32, reinterpreted as needed): when it holds fewer than M·N
+  // elements, the rows run in chunks of accumulator.numel() / N (at least one row must fit, else a
+  // Status). A forward plans this buffer once (a denoiser's request arena) and allocates nothing.
+  Status linear(const RowQuantized& x, const RowQuantized& w, const Tensor* bias, const Tensor& y,
+                const Tensor& accumulator, cudaStream_t stream, const QuantizedGemmOptions& options = {});
 
   // The path the last linear() took (for reports and benchmarks).
   QuantizedGemmPath last_path() const { return last_path_; }
@@ -95,6 +101,14 @@ class QuantizedGemmRunner {
 
   QuantizedGemmRunner() = default;
   void check_operands(const RowQuantized& x, const RowQuantized& w, const Tensor* bias, const Tensor& y) const;
+  // Both linear()s: one of `scratch` (an [M, N] accumulator taken and given back) or `accumulator`
+  // (given, rows in chunks that fit) serves the accumulator paths.
+  Status linear_with(const RowQuantized& x, const RowQuantized& w, const Tensor* bias, const Tensor& y,
+                     DeviceArena* scratch, const Tensor* accumulator, cudaStream_t stream,
+                     const QuantizedGemmOptions& options);
+  // The codes' product of rows [0, M) into op.d (the accumulator, M·N elements), then the epilogue
+  // into y_rows.
+  Status accumulate_and_dequantize(Key key, Operands op, int64_t M, bool int8, void* y_rows);
   // The plan for `key`, made on first sight; Status unsupported when cuBLASLt has no algorithm.
   Expected<Plan*> plan_for(const Key& key, const Operands& operands);
   Status run(const Plan& plan, const Operands& operands);

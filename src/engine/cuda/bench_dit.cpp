@@ -113,6 +113,13 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   h3::H3Config config;  // the released shapes
   config.num_layers = o.layers;
   OROCHI_ASSIGN_OR_RETURN(const pipeline::PackedLayout layout, bench_layout(o, geometry));
+  if (o.precision != Precision::kBf16 && !o.loras.empty())
+    return unsupported(std::string("bench dit --precision ") + precision_name(o.precision) +
+                       " with --lora: the LoRA merges into the GPU's bf16 weights, which a quantized run no longer "
+                       "holds; time LoRAs with --precision bf16");
+  if (o.precision != Precision::kBf16 && o.gpus > 1)
+    return unsupported(std::string("bench dit --precision ") + precision_name(o.precision) +
+                       " runs on one GPU for now (issue 25): use --gpus 1");
   // The LoRA files read and mapped first: a bad file is refused before any GPU work.
   std::vector<h3::H3Lora> loras;
   for (const LoraSource& l : o.loras) {
@@ -129,9 +136,9 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   size_t free_before = 0, total = 0;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(o.device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_before, &total));
-  std::snprintf(line, sizeof line, "H3 bench: %lldx%lld, %lld frames, S=%lld rows, %lld layers; generating weights on GPU %d...",
+  std::snprintf(line, sizeof line, "H3 bench: %lldx%lld, %lld frames, S=%lld rows, %lld layers, %s linears; generating weights on GPU %d...",
                 static_cast<long long>(o.width), static_cast<long long>(o.height), static_cast<long long>(o.frames),
-                static_cast<long long>(layout.rows), static_cast<long long>(o.layers), o.device);
+                static_cast<long long>(layout.rows), static_cast<long long>(o.layers), precision_name(o.precision), o.device);
   note(line);
   // One GPU, or every GPU of --gpus on the same request: the planner's choice.
   double weights_gib = 0, request_gib = 0;
@@ -161,7 +168,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   }
   std::vector<int> devices;
   for (int g = 0; g < degrees.tp * degrees.sp; ++g) devices.push_back(o.device + g);
-  const h3::gpu::RunnerOptions runner_options{o.switches.kernels, o.switches.sp};
+  const h3::gpu::RunnerOptions runner_options{o.switches.kernels, o.switches.sp, o.precision};
   OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context(devices, parallel));
   OROCHI_ASSIGN_OR_RETURN(auto created, h3::gpu::H3MultiGpu::create(config, std::move(context), size, weight_streaming,
                                                                     runner_options));
@@ -259,7 +266,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
                    {"out_finite", finite}, {"outputs_fnv1a", fnv1a_hex({&out.video, &out.audio})}, {"gpus", o.gpus},
                    {"tp", parallel.tp}, {"sp", parallel.sp}, {"layout_why", degrees.why},
                    {"refs", o.references_spec},
-                   {"attention", runner0.attention_kernel()}, {"switches", run_switches_json(o.switches)}};
+                   {"precision", precision_name(o.precision)}, {"attention", runner0.attention_kernel()}, {"switches", run_switches_json(o.switches)}};
   if (o.profile) j["profile"] = profile;
   if (!o.loras.empty()) j["loras"] = lora_json;
   if (streaming) {

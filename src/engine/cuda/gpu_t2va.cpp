@@ -105,7 +105,7 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
   parallel.pace = placement.switches.sp.pace;
   OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context(devices, parallel));
   const h3::gpu::WeightStreaming streaming{placement.streamed, placement.slots, h3::gpu::WeightTier::kHost, -1};
-  const h3::gpu::RunnerOptions runner_options{placement.switches.kernels, placement.switches.sp};
+  const h3::gpu::RunnerOptions runner_options{placement.switches.kernels, placement.switches.sp, placement.precision};
   OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, std::move(context),
                                                                       pipeline::request_size(plan), streaming,
                                                                       runner_options));

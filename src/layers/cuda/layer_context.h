@@ -7,6 +7,7 @@
 
 namespace orochi::cuda {
 class GemmRunner;
+class QuantizedGemmRunner;
 }
 
 namespace orochi::layers::gpu {
@@ -14,11 +15,16 @@ namespace orochi::layers::gpu {
 class AttentionRunner;
 class CommOverlap;
 class StageTimer;
+struct QuantizedScratch;
 
 struct LayerContext {
   cudaStream_t stream = nullptr;         // compute: every GEMM and attention is enqueued here
   cuda::GemmRunner* gemm = nullptr;      // cuBLASLt, planned for this device
   bool gemm_sm90a = false;               // Orochi's sm_90a GEMM where it takes the operands
+  // --precision fp8 / int8: the quantized GEMMs and the activation buffers they read (linear.h);
+  // null in a bf16 run.
+  cuda::QuantizedGemmRunner* quantized_gemm = nullptr;
+  const QuantizedScratch* quantized = nullptr;
   AttentionRunner* attention = nullptr;  // flash or cuDNN, with its workspace
   CommOverlap* overlap = nullptr;        // the comm stream and its events; null on one GPU
   StageTimer* timer = nullptr;           // stages on the compute stream

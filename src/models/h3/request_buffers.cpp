@@ -46,8 +46,12 @@ uint64_t ArenaBuffer::bytes() const {
   return (static_cast<uint64_t>(shape_numel(shape)) * dtype_size(dtype) + 255) / 256 * 256;
 }
 
+int64_t quantized_accumulator_rows(Precision precision, int64_t rows) {
+  return std::min<int64_t>(rows, precision == Precision::kInt8 ? 4096 : 1024);
+}
+
 std::vector<ArenaBuffer> arena_buffers(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
-                                       bool sp_gathers_rows) {
+                                       bool sp_gathers_rows, Precision precision) {
   const RankDims d = rank_dims(c, s, rank);
   const int64_t H = c.hidden_size, T = c.time_embed_dim, S = s.rows, L = s.text_rows, nt = s.timesteps;
   const int64_t rows = std::max(d.R, L);  // the refiner runs over all L text rows on every rank
@@ -80,11 +84,19 @@ std::vector<ArenaBuffer> arena_buffers(const H3Config& c, const RequestSize& s, 
     for (const char* name : {"qa", "ka", "va", "oa"}) out.push_back({name, ArenaUse::kExchange, {S, d.attn_inner()}, DType::kBF16});
     if (sp_gathers_rows) out.push_back({"xa", ArenaUse::kExchange, {(rank.sp_size - 1) * d.R, H}, DType::kBF16});
   }
+  if (precision != Precision::kBf16) {
+    // The quantized linears (is_quantized_linear) run on the blocks' R rows: inputs H (q/k/v, FFN
+    // in), inner (out) and the SwiGLU width (FFN out); outputs inner, H and 2F.
+    const int64_t widest_in = std::max({H, d.inner(), d.ffn}), widest_out = std::max({H, d.inner(), 2 * d.ffn});
+    out.push_back({"xq_codes", act, {d.R * widest_in}, precision_weight_dtype(precision)});
+    out.push_back({"xq_scales", act, {d.R}, DType::kF32});
+    out.push_back({"xq_acc", act, {quantized_accumulator_rows(precision, d.R) * widest_out}, DType::kF32});
+  }
   return out;
 }
 
 std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
-                                              bool sp_gathers_rows) {
+                                              bool sp_gathers_rows, Precision precision) {
   const std::pair<const char*, Tensor*> members[] = {
       {"video_in", &video_in}, {"audio_in", &audio_in}, {"text_in", &text_in}, {"video_dst", &video_dst},
       {"audio_dst", &audio_dst}, {"text_pos", &text_pos}, {"text_dst", &text_dst}, {"ts_idx", &ts_idx},
@@ -93,9 +105,9 @@ std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSi
       {"temb_hidden", &temb_hidden}, {"temb", &temb}, {"temb_act", &temb_act}, {"h", &h}, {"a", &a}, {"o2", &o2},
       {"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"qa", &qa}, {"ka", &ka}, {"va", &va}, {"oa", &oa}, {"xa", &xa},
       {"u", &u}, {"g", &g}, {"text", &text}, {"rows_f32", &rows_f32}, {"video_out", &video_out},
-      {"audio_out", &audio_out}};
+      {"audio_out", &audio_out}, {"xq_codes", &xq_codes}, {"xq_scales", &xq_scales}, {"xq_acc", &xq_acc}};
   std::vector<BufferSpec> out;
-  for (const ArenaBuffer& b : arena_buffers(c, s, rank, sp_gathers_rows)) {
+  for (const ArenaBuffer& b : arena_buffers(c, s, rank, sp_gathers_rows, precision)) {
     Tensor* target = nullptr;
     for (const auto& [name, member] : members)
       if (b.name == name) target = member;
@@ -106,9 +118,9 @@ std::vector<BufferSpec> RequestBuffers::specs(const H3Config& c, const RequestSi
 }
 
 size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace,
-                           const ParallelRank& rank, bool sp_gathers_rows) {
+                           const ParallelRank& rank, bool sp_gathers_rows, Precision precision) {
   size_t bytes = attention_workspace + 256;
-  for (const ArenaBuffer& b : arena_buffers(config, size, rank, sp_gathers_rows)) bytes += b.bytes();
+  for (const ArenaBuffer& b : arena_buffers(config, size, rank, sp_gathers_rows, precision)) bytes += b.bytes();
   return bytes;
 }
 

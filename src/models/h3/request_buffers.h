@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/tensor.h"
 #include "dist/comm.h"
 #include "models/h3/tensor_parallel.h"
@@ -57,9 +58,16 @@ struct ArenaBuffer {
 };
 
 // Rank `rank`'s request arena for a request of `s`, in allocation order (without the attention
-// workspace, which the attention kernels size on the GPU).
+// workspace, which the attention kernels size on the GPU). A `precision` other than bf16 adds the
+// quantized linears' activation codes, scales and GEMM accumulator (layers/cuda/linear.h).
 std::vector<ArenaBuffer> arena_buffers(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
-                                       bool sp_gathers_rows);
+                                       bool sp_gathers_rows, Precision precision = Precision::kBf16);
+
+// Rows of the quantized GEMM's accumulator (xq_acc: [rows, widest quantized output] f32): int8
+// always dequantizes in our epilogue, so its linears run in chunks of this many rows (each chunk
+// still a large GEMM); fp8 needs it only where cuBLASLt refuses outer-vector scales, so it gets a
+// smaller one. One place for both the runner and the planner.
+int64_t quantized_accumulator_rows(Precision precision, int64_t rows);
 
 struct BufferSpec {
   Tensor* target;
@@ -88,16 +96,21 @@ struct RequestBuffers {
   Tensor text;          // bf16 [L, H]
   Tensor rows_f32;      // f32 [rows, H]: patch embeddings in, head inputs out
   Tensor video_out, audio_out;  // f32 [nv, 96], [na, 32]
+  // --precision fp8 / int8 only: a block linear's input as codes (f8e4m3 / i8 [R * widest input])
+  // and per-token scales (f32 [R]), and the GEMM accumulator (f32, quantized_accumulator_rows).
+  Tensor xq_codes, xq_scales, xq_acc;
   int64_t n_t = 0;
   RequestSize size;  // the whole request
   RankRows layout;   // this rank's rows
 
   // sp_gathers_rows: SP brings q/k/v together by gathering the attention input's rows (xa).
-  std::vector<BufferSpec> specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank, bool sp_gathers_rows);
+  std::vector<BufferSpec> specs(const H3Config& c, const RequestSize& s, const ParallelRank& rank, bool sp_gathers_rows,
+                                Precision precision = Precision::kBf16);
 };
 
 // Bytes of the request arena for a request of this size (tables, inputs, activations, workspaces).
 size_t request_arena_bytes(const H3Config& config, const RequestSize& size, size_t attention_workspace,
-                           const ParallelRank& rank = {}, bool sp_gathers_rows = false);
+                           const ParallelRank& rank = {}, bool sp_gathers_rows = false,
+                           Precision precision = Precision::kBf16);
 
 }  // namespace orochi::h3::gpu

@@ -49,10 +49,21 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
 
 Status H3GpuRunner::project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3],
                                 int64_t heads, bool rope, int64_t first_row) {
-  timer_.begin("gemm qkv");
-  if (gemm_sm90a_ || w[0].bias.defined() || w[1].bias.defined() || w[2].bias.defined()) {
+  if (w[0].is_quantized()) {
+    // One per-token quantization of x for the three projections (a separate kernel for now; fusing
+    // it into the RMSNorm + modulate that writes x is a later step, once measured).
+    const layers::gpu::LayerContext ctx = layer_context();
+    timer_.begin("quantize qkv input");
+    Expected<RowQuantized> xq = layers::gpu::quantize_activation(ctx, x, w[0].quantized.codes.dtype());
+    timer_.end();
+    if (!xq) return xq.status();
+    timer_.begin("gemm qkv");
+    for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, w[i], *xq, y[i]));
+  } else if (gemm_sm90a_ || w[0].bias.defined() || w[1].bias.defined() || w[2].bias.defined()) {
+    timer_.begin("gemm qkv");
     for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(linear(w[i], x, y[i]));
   } else {
+    timer_.begin("gemm qkv");
     const Tensor ws[] = {w[0].weight, w[1].weight, w[2].weight};
     OROCHI_RETURN_IF_ERROR(gemm_->linear_shared_input(x, ws, y, stream_));
   }
@@ -77,7 +88,7 @@ Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t row
   RequestBuffers& B = *buf_;
   const Tensor u = B.u.slice(0, 0, rows), g = B.g.slice(0, 0, rows);
   const Tensor* bias = b.ff_in.bias.defined() ? &b.ff_in.bias : nullptr;
-  if (gemm_sm90a_ &&
+  if (gemm_sm90a_ && !b.ff_in.is_quantized() &&
       cuda::gemm_sm90a_unsupported_reason(x, b.ff_in.weight, bias, g, cuda::GemmSm90aEpilogue::kSwiGLU).empty()) {
     timer_.begin("gemm ffn in + swiglu");
     OROCHI_RETURN_IF_ERROR(cuda::gemm_sm90a(x, b.ff_in.weight, bias, g, cuda::GemmSm90aEpilogue::kSwiGLU, stream_));

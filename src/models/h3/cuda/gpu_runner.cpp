@@ -39,6 +39,12 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
     return invalid_argument("the streaming plan covers " + std::to_string(streaming.streamed.size()) + " blocks, the model has " +
                             std::to_string(config.num_layers));
   if (streaming.any() && streaming.slots < 1) return invalid_argument("weight streaming needs at least one staging slot");
+  // The quantized linears go through layers::gpu::linear; the Ulysses exchange slices weights by
+  // columns and TP's are untested in fp8 / int8, so one GPU for now.
+  if (options.precision != Precision::kBf16 && rank.world_size() > 1)
+    return unsupported(std::string("--precision ") + precision_name(options.precision) +
+                       " runs the denoiser on one GPU for now (issue 25); use --gpus 1, or --precision bf16 on " +
+                       std::to_string(rank.world_size()) + " GPUs");
   std::unique_ptr<H3GpuRunner> r(new H3GpuRunner());
   r->streaming_ = streaming;
   r->config_ = config;
@@ -50,13 +56,14 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->attention_ = layers::gpu::AttentionRunner(options.kernels.flash_attention, cuda::flash_attention_options(options.kernels));
   r->gemm_sm90a_ = options.kernels.gemm_sm90a;
   r->qk_norm_items_ = options.kernels.qk_norm_items;
+  r->precision_ = options.precision;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
   const TpShare share = tp_share(config, rank.tp_rank, rank.tp_size);
-  OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share, streaming.streamed) + (1 << 20),
+  OROCHI_ASSIGN_OR_RETURN(r->weight_arena_, cuda::DeviceArena::create(device, resident_weight_bytes(config, share, streaming.streamed, options.precision) + (1 << 20),
                                                                       "H3 weights"));
   if (streaming.any()) {
-    OROCHI_ASSIGN_OR_RETURN(r->blocks_, layers::gpu::GpuStreamedBlocks::create(device, streaming, block_image_bytes(config, share),
+    OROCHI_ASSIGN_OR_RETURN(r->blocks_, layers::gpu::GpuStreamedBlocks::create(device, streaming, block_image_bytes(config, share, options.precision),
                                                                                r->stream_, "H3 weight staging"));
   }
   OROCHI_RETURN_IF_ERROR(r->reserve_request(max));
@@ -65,6 +72,10 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   // candidates timed one call at a time; heuristic: cuBLASLt's first pick. For side-by-side
   // timing: a burst winner need not win inside a power-capped forward (bench/RESULTS.md, session 7).
   r->gemm_->set_autotune(options.kernels.gemm_timed_pick);
+  if (options.precision != Precision::kBf16) {
+    OROCHI_ASSIGN_OR_RETURN(r->quantized_gemm_, cuda::QuantizedGemmRunner::create(device));
+    r->quantized_gemm_->set_autotune(options.kernels.gemm_timed_pick);
+  }
   return r;
 }
 
@@ -81,7 +92,7 @@ Status H3GpuRunner::reserve_request(const RequestSize& max) {
   if (rank_.sp_size > 1) shapes.push_back({.s_q = d.R, .s_kv = max.rows, .heads = d.attn_heads, .head_dim = d.head_dim});
   shapes.push_back({.s_q = max.text_rows, .s_kv = max.text_rows, .heads = d.heads, .head_dim = d.head_dim});
   OROCHI_ASSIGN_OR_RETURN(const size_t attn_ws, attention_.workspace_bytes(shapes));
-  const size_t request_bytes = request_arena_bytes(config_, max, attn_ws, rank_, gather_sp_rows_);
+  const size_t request_bytes = request_arena_bytes(config_, max, attn_ws, rank_, gather_sp_rows_, precision_);
   OROCHI_ASSIGN_OR_RETURN(request_arena_, cuda::DeviceArena::create(device_, request_bytes, "H3 request"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, request_arena_->allocate(attn_ws));
   OROCHI_RETURN_IF_ERROR(attention_.set_workspace(ws, attn_ws));
@@ -94,6 +105,7 @@ void H3GpuRunner::free_request() {
   if (!request_arena_) return;
   if (stream_) (void)cudaStreamSynchronize(stream_);  // no kernel may still read the buffers
   buf_.reset();
+  quantized_scratch_ = {};
   attention_.release_workspace();
   request_arena_.reset();
 }
@@ -132,8 +144,9 @@ H3GpuRunner::~H3GpuRunner() {
 }
 
 layers::gpu::LayerContext H3GpuRunner::layer_context() {
-  return {.stream = stream_, .gemm = gemm_.get(), .gemm_sm90a = gemm_sm90a_, .attention = &attention_,
-          .overlap = overlap_.get(), .timer = &timer_, .comm_timer = &comm_timer_};
+  return {.stream = stream_, .gemm = gemm_.get(), .gemm_sm90a = gemm_sm90a_,
+          .quantized_gemm = quantized_gemm_.get(), .quantized = quantized_gemm_ ? &quantized_scratch_ : nullptr,
+          .attention = &attention_, .overlap = overlap_.get(), .timer = &timer_, .comm_timer = &comm_timer_};
 }
 
 size_t H3GpuRunner::weight_bytes() const { return weight_arena_->used(); }
@@ -153,7 +166,7 @@ Status H3GpuRunner::start_streaming() {
   slot_blocks_.clear();
   const TpShare share = tp_share(config_, rank_.tp_rank, rank_.tp_size);
   for (int k = 0; k < streaming_.slots; ++k) {
-    OROCHI_ASSIGN_OR_RETURN(GpuBlock b, allocate_block(config_, share, slots));
+    OROCHI_ASSIGN_OR_RETURN(GpuBlock b, allocate_block(config_, share, slots, precision_));
     slot_blocks_.push_back(std::move(b));
   }
   return blocks_->start();
@@ -164,7 +177,7 @@ Status H3GpuRunner::init_random_weights(uint64_t seed) {
   const StreamedBlocks streamed = streamed_blocks();
   OROCHI_ASSIGN_OR_RETURN(weights_, random_gpu_weights(config_, *weight_arena_, seed, stream_,
                                                        tp_share(config_, rank_.tp_rank, rank_.tp_size),
-                                                       streaming_.any() ? &streamed : nullptr));
+                                                       streaming_.any() ? &streamed : nullptr, precision_));
   adaln_ = random_adaln_source(config_, seed, stream_);
   OROCHI_RETURN_IF_ERROR(synchronize());
   return start_streaming();
@@ -174,6 +187,10 @@ Status H3GpuRunner::merge_lora(const H3Lora& lora, float strength) {
   if (rank_.tp_size > 1 || streaming_.any())
     return unsupported("a LoRA on GPU-generated weights needs the whole model resident on each GPU (no tensor "
                        "parallel, no streamed blocks): use --parallel none or spN and no --vram-per-gpu");
+  if (precision_ != Precision::kBf16)
+    return unsupported(std::string("a LoRA on GPU-generated weights merges into bf16 weights, and --precision ") +
+                       precision_name(precision_) + " keeps the blocks' linears quantized: use --precision bf16 "
+                       "with --lora here (a checkpoint's LoRA merges on the host before quantizing)");
   OROCHI_RETURN_IF_ERROR(merge_lora_on_gpu(weights_, adaln_, lora, strength, stream_));
   return synchronize();
 }
@@ -182,7 +199,7 @@ Status H3GpuRunner::upload_weights(const H3Weights& host) {
   const StreamedBlocks streamed = streamed_blocks();
   OROCHI_ASSIGN_OR_RETURN(weights_, upload_gpu_weights(host, *weight_arena_, stream_,
                                                        tp_share(config_, rank_.tp_rank, rank_.tp_size),
-                                                       streaming_.any() ? &streamed : nullptr));
+                                                       streaming_.any() ? &streamed : nullptr, precision_));
   adaln_ = host_adaln_source(host, stream_);
   OROCHI_RETURN_IF_ERROR(synchronize());
   return start_streaming();
@@ -212,9 +229,10 @@ Status H3GpuRunner::set_request(const Tensor& timesteps, const H3Inputs& in) {
   RequestBuffers& B = *buf_;
   B.n_t = size.timesteps;
   B.size = size;
-  for (const BufferSpec& b : B.specs(config_, size, rank_, gather_sp_rows_)) {
+  for (const BufferSpec& b : B.specs(config_, size, rank_, gather_sp_rows_, precision_)) {
     OROCHI_ASSIGN_OR_RETURN(*b.target, request_arena_->tensor(b.shape, b.dtype));
   }
+  quantized_scratch_ = {B.xq_codes, B.xq_scales, B.xq_acc};
   // The buffers are sized for the largest share; view them at this rank's actual counts.
   B.layout = rank_rows(in, rank_);
   const RankRows& my = B.layout;

@@ -24,8 +24,10 @@
 
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/gemm_quantized.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/kernel_options.h"
+#include "core/precision.h"
 #include "dist/comm.h"
 #include "dist/parallel_options.h"
 #include "layers/cuda/attention.h"
@@ -67,6 +69,9 @@ using WeightStreaming = layers::gpu::BlockStreamingPlan;
 struct RunnerOptions {
   backends::KernelOptions kernels;
   dist::SequenceParallelOptions sp;
+  // The blocks' linears (--precision): bf16, or fp8 / int8 weights quantized per output channel at
+  // load (gpu_weights.h) and activations per token before each such GEMM. One GPU only for now.
+  Precision precision = Precision::kBf16;
 };
 
 class H3GpuRunner {
@@ -83,7 +88,8 @@ class H3GpuRunner {
   Status init_random_weights(uint64_t seed);
   Status upload_weights(const H3Weights& host);
   // A LoRA merged into the weights already here (gpu_lora.h): random weights, which have no host
-  // copy. The whole model only (no TP share, nothing streamed); host weights merge before upload.
+  // copy. The whole model only (no TP share, nothing streamed), in bf16 (quantized linears have no
+  // bf16 weight left to merge into); host weights merge before upload.
   Status merge_lora(const H3Lora& lora, float strength);
 
   // The request arena for requests up to `max` (create() reserves one): the weights stay, the
@@ -121,6 +127,7 @@ class H3GpuRunner {
   const weights::StreamStats* stream_stats() const { return blocks_ ? blocks_->stats() : nullptr; }
   // Which kernel the transformer blocks' attention runs on: "flash-sm90a" or "cudnn".
   std::string attention_kernel() const;
+  Precision precision() const { return precision_; }
 
  private:
   H3GpuRunner() = default;
@@ -180,6 +187,11 @@ class H3GpuRunner {
   std::unique_ptr<layers::gpu::CommOverlap> overlap_;  // the comm stream; null on one GPU
   std::shared_ptr<cuda::DeviceArena> weight_arena_, request_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
+  // --precision fp8 / int8: the quantized GEMMs and their activation buffers (views of the request's
+  // xq_* buffers, set with the request); bf16: null and empty.
+  Precision precision_ = Precision::kBf16;
+  std::unique_ptr<cuda::QuantizedGemmRunner> quantized_gemm_;
+  layers::gpu::QuantizedScratch quantized_scratch_;
   // attention=flash (the default): Orochi's own sm_90a kernel for the shapes and GPUs it
   // supports, cuDNN for the rest; cudnn: cuDNN's fused SDPA everywhere.
   layers::gpu::AttentionRunner attention_;

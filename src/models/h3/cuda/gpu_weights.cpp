@@ -5,6 +5,7 @@
 #include <map>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/quantize.h"
 #include "backends/cuda/random_fill.h"
 #include "models/h3/parameters.h"
 
@@ -13,13 +14,49 @@ namespace {
 
 bool is_adaln(const std::string& name) { return param_group_of(name) == ParamGroup::kAdaln; }
 
-GpuLinear linear_from(const std::map<std::string, Tensor>& t, const std::string& p, bool bias) {
-  GpuLinear l{t.at(p + ".weight"), {}};
+// Whether this run holds the parameter quantized: the model's one list (is_quantized_linear) at a
+// precision other than bf16.
+bool held_quantized(const std::string& name, Precision precision) {
+  return precision != Precision::kBf16 && is_quantized_linear(name);
+}
+
+size_t arena_aligned(size_t bytes) {
+  return (bytes + cuda::DeviceArena::kAlignment - 1) / cuda::DeviceArena::kAlignment * cuda::DeviceArena::kAlignment;
+}
+
+// Bytes one parameter of local shape `local` takes in an arena: bf16 (f32 islands f32), or codes
+// (1 byte each) + per-row f32 scales, two allocations in that order (allocate_quantized).
+size_t parameter_bytes(const std::string& name, const Shape& local, Precision precision) {
+  const auto n = static_cast<size_t>(shape_numel(local));
+  if (held_quantized(name, precision)) return arena_aligned(n) + arena_aligned(static_cast<size_t>(local[0]) * 4);
+  return arena_aligned(n * (is_f32_island(name) ? 4 : 2));
+}
+
+Expected<RowQuantized> allocate_quantized(cuda::DeviceArena& arena, const Shape& local, Precision precision) {
+  RowQuantized q;
+  OROCHI_ASSIGN_OR_RETURN(q.codes, arena.tensor(local, precision_weight_dtype(precision)));  // [out, in]
+  OROCHI_ASSIGN_OR_RETURN(q.scales, arena.tensor({local[0]}, DType::kF32));                  // [out]
+  return q;
+}
+
+// The parameters made so far by diffusers name: plain tensors, and the quantized linears' weights.
+struct MadeParameters {
+  std::map<std::string, Tensor> t;
+  std::map<std::string, RowQuantized> q;
+  const Tensor& at(const std::string& name) const { return t.at(name); }
+};
+
+GpuLinear linear_from(const MadeParameters& t, const std::string& p, bool bias) {
+  GpuLinear l;
+  if (auto it = t.q.find(p + ".weight"); it != t.q.end())
+    l.quantized = it->second;
+  else
+    l.weight = t.at(p + ".weight");
   if (bias) l.bias = t.at(p + ".bias");
   return l;
 }
 
-GpuBlock block_from(const std::map<std::string, Tensor>& t, const std::string& p) {
+GpuBlock block_from(const MadeParameters& t, const std::string& p) {
   GpuBlock b;
   b.norm1 = t.at(p + "norm1.weight");
   b.norm2 = t.at(p + "norm2.weight");
@@ -44,10 +81,24 @@ int64_t block_of(const std::string& name) {
 // Builds GpuWeights by asking `make` for each resident parameter (diffusers name, whole shape,
 // dtype, the TP rank's slice of it, the arena to put it in). A streamed block's parameters go to
 // the staging slot, which is handed to `streamed->store` once the block is complete.
+// A parameter the run quantizes is made in bf16 into a scratch arena, then quantized per output
+// channel into its place (codes + scales). FP8 checkpoints (weights/scaled_fp8) arrive here already
+// dequantized to bf16 and are requantized per channel; feeding their codes in directly (when their
+// scales are per channel) is a later step.
 using MakeParameter = std::function<Expected<Tensor>(const ParamSpec&, DType, const TpSlice&, cuda::DeviceArena&)>;
 Expected<GpuWeights> assemble(const H3Config& c, const TpShare& share, cuda::DeviceArena& arena, const MakeParameter& make,
-                              const StreamedBlocks* streamed) {
-  std::map<std::string, Tensor> t;
+                              const StreamedBlocks* streamed, Precision precision, cudaStream_t cuda_stream) {
+  MadeParameters t;
+  std::shared_ptr<cuda::DeviceArena> bf16_scratch;  // one quantized linear's bf16 values at a time
+  if (precision != Precision::kBf16) {
+    size_t largest = 0;
+    for (const ParamSpec& spec : h3_parameters(c))
+      if (held_quantized(spec.name, precision))
+        largest = std::max(largest, static_cast<size_t>(shape_numel(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share)))) * 2);
+    OROCHI_ASSIGN_OR_RETURN(bf16_scratch, cuda::DeviceArena::create(arena.device().index,
+                                                                    largest + cuda::DeviceArena::kAlignment,
+                                                                    "H3 weight quantization scratch"));
+  }
   int64_t in_slot = -1;  // the streamed block being built in the staging slot
   auto flush = [&]() -> Status {
     if (in_slot < 0) return Status::ok();
@@ -62,9 +113,20 @@ Expected<GpuWeights> assemble(const H3Config& c, const TpShare& share, cuda::Dev
     const bool stream = streamed && block >= 0 && streamed->streamed.at(block);
     if (block != in_slot) OROCHI_RETURN_IF_ERROR(flush());
     if (stream) in_slot = block;
-    OROCHI_ASSIGN_OR_RETURN(Tensor d, make(spec, is_f32_island(spec.name) ? DType::kF32 : DType::kBF16,
-                                           tp_slice_of(spec.name, c, share), stream ? *streamed->staging : arena));
-    if (!stream) t.emplace(spec.name, std::move(d));
+    cuda::DeviceArena& into = stream ? *streamed->staging : arena;
+    const TpSlice slice = tp_slice_of(spec.name, c, share);
+    if (held_quantized(spec.name, precision)) {
+      OROCHI_ASSIGN_OR_RETURN(RowQuantized q, allocate_quantized(into, tp_local_shape(spec.shape, slice), precision));
+      OROCHI_ASSIGN_OR_RETURN(const Tensor values, make(spec, DType::kBF16, slice, *bf16_scratch));  // [out, in]
+      OROCHI_RETURN_IF_ERROR(cuda::quantize_rows(values, q, cuda_stream));
+      // The scratch takes the next linear's values: let this quantization read them first.
+      OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaStreamSynchronize(cuda_stream), "quantizing a weight"));
+      bf16_scratch->reset(0);
+      if (!stream) t.q.emplace(spec.name, std::move(q));
+      continue;
+    }
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, make(spec, is_f32_island(spec.name) ? DType::kF32 : DType::kBF16, slice, into));
+    if (!stream) t.t.emplace(spec.name, std::move(d));
   }
   OROCHI_RETURN_IF_ERROR(flush());
   GpuWeights w;
@@ -130,39 +192,43 @@ Status copy_tp_slice(const Tensor& whole, const Tensor& local, const TpSlice& s,
 
 }  // namespace
 
-size_t resident_weight_bytes(const H3Config& c, const TpShare& share, const std::vector<bool>& streamed) {
+size_t resident_weight_bytes(const H3Config& c, const TpShare& share, const std::vector<bool>& streamed,
+                             Precision precision) {
   size_t bytes = 0;
   for (const ParamSpec& spec : h3_parameters(c)) {
     const int64_t block = block_of(spec.name);
     if (is_adaln(spec.name) || (block >= 0 && !streamed.empty() && streamed.at(block))) continue;
-    const size_t n = static_cast<size_t>(shape_numel(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share))));
-    bytes += (n * (is_f32_island(spec.name) ? 4 : 2) + 255) / 256 * 256;
+    bytes += parameter_bytes(spec.name, tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share)), precision);
   }
   return bytes;
 }
 
-size_t block_image_bytes(const H3Config& c, const TpShare& share) {
+size_t block_image_bytes(const H3Config& c, const TpShare& share, Precision precision) {
   size_t bytes = 0;
   for (const ParamSpec& spec : h3_parameters(c))
-    if (block_of(spec.name) == 0 && !is_adaln(spec.name)) {
-      const size_t n = static_cast<size_t>(shape_numel(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share))));
-      bytes += (n * 2 + 255) / 256 * 256;
-    }
+    if (block_of(spec.name) == 0 && !is_adaln(spec.name))
+      bytes += parameter_bytes(spec.name, tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share)), precision);
   return bytes;
 }
 
-Expected<GpuBlock> allocate_block(const H3Config& c, const TpShare& share, cuda::DeviceArena& arena) {
-  std::map<std::string, Tensor> t;
+Expected<GpuBlock> allocate_block(const H3Config& c, const TpShare& share, cuda::DeviceArena& arena, Precision precision) {
+  MadeParameters t;
   for (const ParamSpec& spec : h3_parameters(c)) {
     if (block_of(spec.name) != 0 || is_adaln(spec.name)) continue;
-    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share)), DType::kBF16));
-    t.emplace(spec.name, std::move(d));
+    const Shape local = tp_local_shape(spec.shape, tp_slice_of(spec.name, c, share));
+    if (held_quantized(spec.name, precision)) {
+      OROCHI_ASSIGN_OR_RETURN(RowQuantized q, allocate_quantized(arena, local, precision));
+      t.q.emplace(spec.name, std::move(q));
+      continue;
+    }
+    OROCHI_ASSIGN_OR_RETURN(Tensor d, arena.tensor(local, DType::kBF16));
+    t.t.emplace(spec.name, std::move(d));
   }
   return block_from(t, "transformer_blocks.0.");
 }
 
 Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& arena, uint64_t seed, cudaStream_t stream,
-                                        const TpShare& share, const StreamedBlocks* streamed) {
+                                        const TpShare& share, const StreamedBlocks* streamed, Precision precision) {
   std::map<std::string, uint64_t> stream_of;
   uint64_t index = 0;
   size_t largest_split = 0;
@@ -196,7 +262,7 @@ Expected<GpuWeights> random_gpu_weights(const H3Config& c, cuda::DeviceArena& ar
     scratch->reset(mark);
     return d;
   };
-  return assemble(c, share, arena, make, streamed);
+  return assemble(c, share, arena, make, streamed, precision, stream);
 }
 
 AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t stream) {
@@ -212,7 +278,7 @@ AdalnSource random_adaln_source(const H3Config& c, uint64_t seed, cudaStream_t s
 }
 
 Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream,
-                                        const TpShare& share, const StreamedBlocks* streamed) {
+                                        const TpShare& share, const StreamedBlocks* streamed, Precision precision) {
   // Index the host tensors by name once, through the same assembler the loader uses.
   std::map<std::string, Tensor> by_name;
   auto record = [&](const std::string& p, const LinearWeights& l) {
@@ -247,7 +313,7 @@ Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena
   auto make = [&](const ParamSpec& spec, DType dtype, const TpSlice& slice, cuda::DeviceArena& into) -> Expected<Tensor> {
     return cuda::upload(tp_slice_host(by_name.at(spec.name), slice), into, dtype, stream);
   };
-  return assemble(host.config, share, arena, make, streamed);
+  return assemble(host.config, share, arena, make, streamed, precision, stream);
 }
 
 AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream) {

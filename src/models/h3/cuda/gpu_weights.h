@@ -1,6 +1,8 @@
 // The MiniMax-H3 transformer's weights on one GPU: bf16 block linears and norms, f32 islands
 // (patch projections, time MLP, heads) as the checkpoint keeps them. The AdaLN projections are not
-// resident: they only feed the per-request modulation tables (gpu_tables.h).
+// resident: they only feed the per-request modulation tables (gpu_tables.h). With --precision fp8
+// or int8 the block linears h3::is_quantized_linear names are held as codes + per-output-channel
+// f32 scales (core/quantize.h) instead of bf16, in the resident arena and in streamed blocks' images.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "backends/cuda/device_memory.h"
+#include "core/precision.h"
 #include "layers/cuda/linear.h"
 #include "models/h3/config.h"
 #include "models/h3/tensor_parallel.h"
@@ -22,7 +25,7 @@ using layers::gpu::GpuLinear;
 
 struct GpuBlock {
   Tensor norm1, norm2, norm_q, norm_k;  // bf16
-  GpuLinear to_q, to_k, to_v, to_out, ff_in, ff_out;  // bf16, no bias
+  GpuLinear to_q, to_k, to_v, to_out, ff_in, ff_out;  // bf16 or quantized (transformer blocks), no bias
 };
 
 struct GpuWeights {
@@ -52,11 +55,13 @@ struct StreamedBlocks {
 
 // Bytes the resident weights (of one TP share) take on the GPU (no AdaLN, no streamed block), for
 // the weight arena.
-size_t resident_weight_bytes(const H3Config& config, const TpShare& share, const std::vector<bool>& streamed = {});
+size_t resident_weight_bytes(const H3Config& config, const TpShare& share, const std::vector<bool>& streamed = {},
+                             Precision precision = Precision::kBf16);
 // Bytes of one transformer block's weights laid out as in a staging slot (its "image").
-size_t block_image_bytes(const H3Config& config, const TpShare& share);
+size_t block_image_bytes(const H3Config& config, const TpShare& share, Precision precision = Precision::kBf16);
 // One block's tensors allocated in `arena` in the image's layout: a staging slot's view.
-Expected<GpuBlock> allocate_block(const H3Config& config, const TpShare& share, cuda::DeviceArena& arena);
+Expected<GpuBlock> allocate_block(const H3Config& config, const TpShare& share, cuda::DeviceArena& arena,
+                                  Precision precision = Precision::kBf16);
 
 // Writes one AdaLN projection (block index, or -1 for norm_out.linear) as bf16 into `weight`
 // [out, time_embed_dim] and `bias` [out]: from a checkpoint, or generated.
@@ -66,14 +71,20 @@ using AdalnSource = std::function<Status(int64_t block, const Tensor& weight, co
 // copy, no checkpoint): the `orochi bench dit` model. Norms 1 + N(0, 0.1), biases N(0, 0.05),
 // matrices N(0, 0.8 / sqrt(fan_in)) so activations stay finite through 50 blocks.
 // A TP share draws the whole tensor and keeps its slice, so every layout holds the same model.
+// `precision` fp8 / int8: each quantized linear is made in bf16 first (in a scratch arena freed
+// after loading) and quantized per output channel from those bf16 values.
 Expected<GpuWeights> random_gpu_weights(const H3Config& config, cuda::DeviceArena& arena, uint64_t seed,
                                         cudaStream_t stream, const TpShare& share,
-                                        const StreamedBlocks* streamed = nullptr);
+                                        const StreamedBlocks* streamed = nullptr,
+                                        Precision precision = Precision::kBf16);
 AdalnSource random_adaln_source(const H3Config& config, uint64_t seed, cudaStream_t stream);
 
-// Uploads host weights (f32) into the arena, rounding bf16 parts to nearest even.
+// Uploads host weights (f32, or bf16 as stored) into the arena, rounding bf16 parts to nearest
+// even; with fp8 / int8 the quantized linears are quantized from those bf16 values (after any
+// LoRA, which the host merges before the upload).
 Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena& arena, cudaStream_t stream,
-                                        const TpShare& share, const StreamedBlocks* streamed = nullptr);
+                                        const TpShare& share, const StreamedBlocks* streamed = nullptr,
+                                        Precision precision = Precision::kBf16);
 AdalnSource host_adaln_source(const H3Weights& host, cudaStream_t stream);
 
 }  // namespace orochi::h3::gpu
