@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# On the device machine, one H200 (issue 25): the quantized denoiser forward in one call.
+#  1. GPU tests: test_h3_gpu_precision (narrow model: fp8 / int8 vs bf16 GPU vs CPU f32, streamed
+#     fp8 blocks) and test_cuda_gemm_quantized (the GEMMs, chunked accumulators).
+#  2. Per resolution (default 480p 768p): `orochi bench dit --random-weights` at --precision bf16,
+#     fp8 and int8 on the same weights and request (seed), median forward time of each, then rel L2
+#     and cosine of the fp8 / int8 outputs against the bf16 output (compare_h3_precision.py).
+#  3. The error against depth at 480p (DEPTHS, default "1 10 25"; 50 is step 2): the same at fewer
+#     layers, so the profile shows how the quantization error grows block by block.
+# bf16's own distance (to diffusers bf16 on the same weights: 8.3e-3 at 480p, bench/RESULTS.md) is
+# compare_h3_full.sh's; no f32 reference of the full model fits one GPU.
+# Marked lines: PRECISION_TIME, PRECISION_ACC (and the tests' H3_PRECISION / [cuda-op] lines); full
+# logs and the bench JSON lines in $OUT. About 4-5 minutes on one H200 (WARMUP=1 ITERS=3 by default).
+# Usage (device run, carry .pack): bash scripts/device/run_h3_precision.sh [480p] [768p]
+set -uo pipefail
+source "$(dirname "$0")/device_env.sh"
+[ -d gpu-dist ] || tar xJf .pack/gpu-dist.tar.xz
+DUMP_DIR="${DUMP_DIR:-/tmp/h3_precision}"
+mkdir -p "$DUMP_DIR" "$OUT/logs"
+nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
+status=0
+
+for t in test_h3_gpu_precision test_cuda_gemm_quantized; do
+  start=$SECONDS
+  timeout 240 "gpu-dist/$t" > "$OUT/logs/$t.log" 2>&1
+  code=$?
+  [ $code -eq 0 ] || status=1
+  echo "$t: exit $code, $(grep -cE '^\[  FAILED' "$OUT/logs/$t.log") failed, $((SECONDS - start)) s"
+  grep -hE "^H3_PRECISION|Failure|FAILED  \]" "$OUT/logs/$t.log" | head -40
+done
+
+# One bench dit run: JSON line to $OUT/precision_bench.jsonl, its dump to $DUMP_DIR/<tag>_<precision>.
+bench() {  # tag precision extra-args...
+  local tag=$1 precision=$2
+  shift 2
+  local start=$SECONDS
+  if ! gpu-dist/orochi bench dit --precision "$precision" --json --dump-outputs "$DUMP_DIR/${tag}_$precision.safetensors" "$@" \
+      2> "$OUT/logs/bench_${tag}_$precision.err" > "$OUT/logs/bench_${tag}_$precision.json"; then
+    echo "bench $tag $precision: FAILED"
+    tail -5 "$OUT/logs/bench_${tag}_$precision.err"
+    status=1
+    return 1
+  fi
+  cat "$OUT/logs/bench_${tag}_$precision.json" >> "$OUT/precision_bench.jsonl"
+  echo "bench $tag $precision: $((SECONDS - start)) s"
+}
+
+median() {  # tag precision -> forward_s_median
+  python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["forward_s_median"])' \
+    "$OUT/logs/bench_$1_$2.json" 2>/dev/null || echo "n/a"
+}
+
+ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print('%.3f' % (float(a) / float(b)))" "$1" "$2" 2>/dev/null || echo n/a; }
+
+resolutions=("$@")
+[ ${#resolutions[@]} -eq 0 ] && resolutions=(480p 768p)
+for res in "${resolutions[@]}"; do
+  for p in bf16 fp8 int8; do
+    bench "$res" "$p" --res "$res" --warmup "${WARMUP:-1}" --iters "${ITERS:-3}"
+  done
+  b=$(median "$res" bf16) f=$(median "$res" fp8) i=$(median "$res" int8)
+  echo "PRECISION_TIME $res 50 layers: bf16 ${b} s, fp8 ${f} s (x$(ratio "$f" "$b")), int8 ${i} s (x$(ratio "$i" "$b"))"
+  python3 scripts/device/compare_h3_precision.py --label "$res/50 layers" --bf16 "$DUMP_DIR/${res}_bf16.safetensors" \
+    "$DUMP_DIR/${res}_fp8.safetensors" "$DUMP_DIR/${res}_int8.safetensors" || status=1
+done
+
+for layers in ${DEPTHS-1 10 25}; do
+  for p in bf16 fp8 int8; do
+    bench "480p_L$layers" "$p" --res 480p --layers "$layers" --warmup 0 --iters 1
+  done
+  python3 scripts/device/compare_h3_precision.py --label "480p/$layers layers" --bf16 "$DUMP_DIR/480p_L${layers}_bf16.safetensors" \
+    "$DUMP_DIR/480p_L${layers}_fp8.safetensors" "$DUMP_DIR/480p_L${layers}_int8.safetensors" || status=1
+done
+
+tar czf "$OUT/h3_precision_logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
+exit $status
