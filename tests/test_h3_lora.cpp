@@ -1,12 +1,14 @@
 // LoRAs on the H3 transformer: synthetic files written here in the four published formats map to the
 // same deltas; the merge equals an explicit W + s·B·A; strength 0 leaves the weights bit-identical;
-// bad files, keys and shapes are refused naming the key; a demo run with a LoRA changes the video.
+// alphas from metadata; full-rank .diff / .diff_b deltas; bad files, keys and shapes are refused
+// naming the key; a demo run with a LoRA (or a .diff file) changes the video.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 #include <random>
 
+#include "support/compare.h"
 #include "support/demo_request.h"
 #include "engine/engine.h"
 #include "models/h3/lora.h"
@@ -351,6 +353,74 @@ TEST(H3Lora, MetadataAlphasAndTheirErrors) {
 }
 
 
+// ComfyUI's full-rank deltas: MODULE.diff (weight += strength · diff, a linear's or a norm's) and
+// MODULE.diff_b (bias += strength · diff_b), in the original names (fused qkv in thirds, fc1 swapped),
+// beside a LoRA pair on the same module; attach_lora merges them too.
+TEST(H3Lora, FullRankDiffsAddStrengthTimesTheDelta) {
+  const h3::H3Config c = config();
+  std::mt19937_64 rng(21);
+  const int64_t H = c.hidden_size, inner = c.inner_dim(), F = c.ffn_dim, hd = c.attention_head_dim;
+  const h3::H3Weights base = h3::random_weights(c, 21);
+  const Tensor qd = random_tensor({inner, H}, rng), kd = random_tensor({inner, H}, rng), vd = random_tensor({inner, H}, rng);
+  const Tensor fc1d = random_tensor({2 * F, H}, rng);  // our order [value; gate]
+  const Tensor adaln_bd = random_tensor({base.blocks[0].adaln.bias.dim(0)}, rng);
+  const Tensor normd = random_tensor({H}, rng), qnormd = random_tensor({hd}, rng);
+  const Tensor video_bd = random_tensor({base.proj_out.bias.dim(0)}, rng);
+  const Tensor a = random_tensor({2, H}, rng), b = random_tensor({3 * inner, 2}, rng);
+  const std::string m = "diffusion_model.";
+  const Tensors file = {{m + "blocks.0.attn.qkv_proj.diff", cat_rows({qd, kd, vd})},
+                        {m + "blocks.0.attn.qkv_proj.lora_A.weight", a},
+                        {m + "blocks.0.attn.qkv_proj.lora_B.weight", b},
+                        {m + "blocks.1.mlp.fc1.diff", swap_halves(fc1d)},
+                        {m + "blocks.0.adaln_proj.linear.diff_b", adaln_bd},
+                        {m + "final_layer.norm.diff", normd},
+                        {m + "blocks.0.attn.q_norm.diff", qnormd},
+                        {m + "final_layer.video_out.diff_b", video_bd}};
+  testing::TempDir dir("lora");
+  Expected<h3::H3Lora> lora = h3::read_lora(write(dir, "diff.safetensors", file), c);
+  ASSERT_TRUE(lora.has_value()) << lora.status().to_string();
+  EXPECT_EQ(lora->format, h3::LoraFormat::kOriginal);
+  EXPECT_EQ(lora->deltas.size(), 3u);
+  EXPECT_EQ(lora->full.size(), 8u);
+
+  const float s = 0.6f;
+  auto plus = [&](const Tensor& w, const Tensor& d) {  // w + s · d
+    Tensor out = w.to(DType::kF32).clone();
+    for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] += s * d.data<float>()[i];
+    return out;
+  };
+  for (const bool unmerged : {false, true}) {
+    SCOPED_TRACE(unmerged ? "attach_lora" : "merge_lora");
+    h3::H3Weights w = base;
+    ASSERT_TRUE((unmerged ? h3::attach_lora(w, *lora, s) : h3::merge_lora(w, *lora, s)).is_ok());
+    Tensor want_k = plus(base.blocks[0].attn.to_k.weight, kd);
+    if (!unmerged)  // + the LoRA pair's s · B_k·A (B_k: the fused B's second third; no alpha: scale 1)
+      for (int64_t o = 0; o < inner; ++o)
+        for (int64_t i = 0; i < H; ++i)
+          for (int64_t k = 0; k < 2; ++k)
+            want_k.data<float>()[o * H + i] += s * b.data<float>()[(inner + o) * 2 + k] * a.data<float>()[k * H + i];
+    EXPECT_TENSOR_CLOSE(w.blocks[0].attn.to_k.weight, want_k, unmerged ? 0.0 : 1e-6);
+    EXPECT_TENSOR_CLOSE(w.blocks[1].ff_in.weight, plus(base.blocks[1].ff_in.weight, fc1d), 0.0);
+    EXPECT_TENSOR_CLOSE(w.blocks[0].adaln.bias, plus(base.blocks[0].adaln.bias, adaln_bd), 0.0);
+    EXPECT_TENSOR_CLOSE(w.norm_out, plus(base.norm_out, normd), 0.0);
+    EXPECT_TENSOR_CLOSE(w.blocks[0].attn.norm_q, plus(base.blocks[0].attn.norm_q, qnormd), 0.0);
+    EXPECT_TENSOR_CLOSE(w.proj_out.bias, plus(base.proj_out.bias, video_bd), 0.0);
+    EXPECT_TENSOR_CLOSE(w.blocks[0].attn.norm_k, base.blocks[0].attn.norm_k, 0.0);
+    EXPECT_EQ(w.blocks[0].attn.to_q.adapters.size(), unmerged ? 1u : 0u);
+  }
+
+  // Refusals name the key.
+  expect_refused({{m + "blocks.0.attn.qkv_proj.diff", qd}}, "'diffusion_model.blocks.0.attn.qkv_proj.diff' has shape");
+  expect_refused({{m + "blocks.0.attn.qkv_proj.diff_b", random_tensor({3 * inner}, rng)}},
+                 "'diffusion_model.blocks.0.attn.qkv_proj.diff_b' is a bias delta, but transformer_blocks.0.attn.to_q has no bias");
+  expect_refused({{m + "blocks.0.attn.nonexistent.diff", qd}}, "'diffusion_model.blocks.0.attn.nonexistent.diff'");
+  expect_refused({{m + "final_layer.norm.diff", Tensor::empty({2, 3, 4}, DType::kF32)}}, "'diffusion_model.final_layer.norm.diff' has shape");
+  expect_refused({{m + "final_layer.norm.diff", normd}, {"transformer.norm_out.norm.diff", normd}}, "both target norm_out.norm.weight");
+  expect_refused({{m + "blocks.0.norm1.lora_A.weight", a}, {m + "blocks.0.norm1.lora_B.weight", random_tensor({H, 2}, rng)}},
+                 "matches no linear layer");
+}
+
+
 Tensor demo_frames(const std::vector<engine::LoraSource>& loras, nlohmann::json* report = nullptr) {
   engine::ModelSource source;
   source.loras = loras;
@@ -380,6 +450,12 @@ TEST(H3Lora, DemoRunWithLoraChangesTheVideoAndStrengthZeroDoesNot) {
   EXPECT_EQ(report["loras"][0]["file"], path);
   EXPECT_EQ(report["loras"][0]["format"], "diffusers");
   EXPECT_EQ(report["loras"][0]["parameters"], 7);
+
+  // A file of full-rank deltas alone goes through --lora the same way.
+  std::mt19937_64 rng(31);
+  const std::string diff = write(dir, "diff.safetensors", {{"diffusion_model.blocks.0.mlp.fc2.diff",
+                                                              random_tensor({c.hidden_size, c.ffn_dim}, rng)}});
+  EXPECT_FALSE(same_bytes(plain, demo_frames({{diff, 1.0f}})));
 
   engine::ModelSource bad;
   bad.loras = {{dir.file("missing.safetensors"), 1.0f}};

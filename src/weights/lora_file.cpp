@@ -13,7 +13,7 @@
 namespace orochi::weights {
 namespace {
 
-enum class Part { kDown, kUp, kAlpha };
+enum class Part { kDown, kUp, kAlpha, kDiff, kDiffBias };
 
 struct Suffix {
   const char* text;
@@ -30,12 +30,16 @@ constexpr Suffix kSuffixes[] = {
     {".lora_A.weight", LoraSuffixes::kPeft, Part::kDown},
     {".lora_B.weight", LoraSuffixes::kPeft, Part::kUp},
     {".alpha", std::nullopt, Part::kAlpha},
+    {".diff", std::nullopt, Part::kDiff},
+    {".diff_b", std::nullopt, Part::kDiffBias},
 };
 
 struct Partial {
   const TensorInfo* down = nullptr;
   const TensorInfo* up = nullptr;
   const TensorInfo* alpha = nullptr;
+  const TensorInfo* diff = nullptr;
+  const TensorInfo* diff_bias = nullptr;
 };
 
 // One PEFT LoraConfig of a `lora_adapter_metadata` entry: its keys are "PREFIX.FIELD" (diffusers'
@@ -162,7 +166,7 @@ Expected<LoraFile> read_lora_file(const std::string& path) {
       return invalid_argument(where + ": key '" + info.name +
                               "' is not a LoRA factor: expected MODULE.lora_A.weight / lora_B.weight (PEFT, diffusers), "
                               ".lora_A.default.weight / .lora_B.default.weight (DiffSynth), .lora_down.weight / "
-                              ".lora_up.weight (kohya, musubi) or .alpha");
+                              ".lora_up.weight (kohya, musubi), .alpha, or a full-rank .diff / .diff_b (ComfyUI)");
     if (found->convention) {
       if (convention && *convention != *found->convention)
         return invalid_argument(where + " mixes two key conventions: '" + convention_key + "' is " +
@@ -172,14 +176,33 @@ Expected<LoraFile> read_lora_file(const std::string& path) {
       convention_key = info.name;
     }
     Partial& m = modules[info.name.substr(0, info.name.size() - std::string_view(found->text).size())];
-    (found->part == Part::kDown ? m.down : found->part == Part::kUp ? m.up : m.alpha) = &info;
+    switch (found->part) {
+      case Part::kDown: m.down = &info; break;
+      case Part::kUp: m.up = &info; break;
+      case Part::kAlpha: m.alpha = &info; break;
+      case Part::kDiff: m.diff = &info; break;
+      case Part::kDiffBias: m.diff_bias = &info; break;
+    }
   }
-  if (!convention) return invalid_argument(where + " holds only .alpha keys, no LoRA factors");
+  bool any_diff = false;
+  for (const auto& [module, m] : modules) any_diff |= m.diff || m.diff_bias;
+  if (!convention && !any_diff) return invalid_argument(where + " holds only .alpha keys, no LoRA factors");
 
   LoraFile out;
   out.path = path;
-  out.suffixes = *convention;
+  out.suffixes = convention.value_or(LoraSuffixes::kPeft);  // a file of .diff keys alone: names decide
   for (const auto& [module, m] : modules) {
+    for (const TensorInfo* info : {m.diff, m.diff_bias}) {
+      if (!info) continue;
+      const Tensor t = file->tensor(*info);
+      const bool bias = info == m.diff_bias;
+      if (!dtype_is_float(t.dtype())) return invalid_argument(where + ": '" + info->name + "' is " + dtype_name(t.dtype()) + ", expected a float type");
+      if (t.numel() == 0 || t.ndim() < 1 || t.ndim() > (bias ? 1 : 2))
+        return shape_mismatch(where + ": '" + info->name + "' has shape " + shape_to_string(t.shape()) + ", expected " +
+                              (bias ? "a bias delta [out]" : "a weight delta [out, in] (or [size] for a norm)"));
+      out.diffs.push_back(LoraDiff{module, info->name, t, bias});
+    }
+    if (!m.down && !m.up && !m.alpha) continue;  // a module with only full-rank deltas
     if (!m.down || !m.up) {
       const TensorInfo* have = m.down ? m.down : m.up ? m.up : m.alpha;
       return invalid_argument(where + ": '" + have->name + "' has no " + (m.down ? "up (B)" : "down (A)") +

@@ -4,6 +4,7 @@
 //   PEFT          MODULE.lora_A.weight [r, in], MODULE.lora_B.weight [out, r] (diffusers, ComfyUI)
 //   PEFT default  MODULE.lora_A.default.weight / lora_B.default.weight (DiffSynth)
 //   kohya         MODULE.lora_down.weight / lora_up.weight (kohya, musubi-tuner)
+// plus ComfyUI's full-rank deltas MODULE.diff / MODULE.diff_b in any of them (or alone).
 // A module's alpha (scale alpha / rank) comes from, in order: its MODULE.alpha scalar; else, in a file
 // without .alpha keys, the `lora_adapter_metadata` JSON of __metadata__ that diffusers' save_lora_weights
 // writes (PEFT's LoraConfig under a component prefix: lora_alpha, alpha_pattern matched as PEFT's
@@ -34,10 +35,20 @@ struct LoraPair {
   float scale() const;
 };
 
+// A full-rank delta, ComfyUI's MODULE.diff (weight += strength · diff; a linear's [out, in] or a norm's
+// [size]) or MODULE.diff_b (bias += strength · diff_b), alone in a file or beside LoRA pairs.
+struct LoraDiff {
+  std::string module;
+  std::string key;     // the file's key, for error messages
+  Tensor delta;        // as stored (zero-copy view)
+  bool bias = false;   // .diff_b
+};
+
 struct LoraFile {
   std::string path;
   LoraSuffixes suffixes = LoraSuffixes::kPeft;
   std::vector<LoraPair> pairs;  // sorted by module
+  std::vector<LoraDiff> diffs;  // sorted by module, .diff before .diff_b
 };
 
 // Reads `path` (one .safetensors file). Refused, naming the key: a key of no known suffix, suffixes

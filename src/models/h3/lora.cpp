@@ -18,8 +18,9 @@ enum class Fold { kPlain, kQkv, kSwapHalves };
 struct Target {
   Fold fold = Fold::kPlain;
   std::vector<std::string> params;  // one, or to_q/to_k/to_v for a fused qkv
-  Shape shape;                      // the module's [out, in] as the file stores it
+  Shape shape;                      // the module's [out, in] (a norm's [size]) as the file stores it
   bool original = false;            // reached by an original (release / ComfyUI) name
+  bool linear = true;               // false: a norm, which takes .diff deltas but no LoRA pair
 };
 
 std::string strip_weight(const std::string& name) { return name.substr(0, name.size() - std::strlen(".weight")); }
@@ -35,6 +36,12 @@ std::map<std::string, Target> module_targets(const H3Config& config) {
   std::map<std::string, Target> out;
   const int64_t qkv_rows = 3 * config.inner_dim();
   for (const ParamSpec& spec : h3_parameters(config)) {
+    if (spec.shape.size() == 1 && spec.name.ends_with(".weight")) {  // a norm
+      const std::string orig = strip_weight(original_key(spec.name));
+      out[strip_weight(spec.name)] = Target{Fold::kPlain, {spec.name}, spec.shape, false, false};
+      if (orig != strip_weight(spec.name)) out[orig] = Target{Fold::kPlain, {spec.name}, spec.shape, true, false};
+      continue;
+    }
     if (spec.shape.size() != 2 || !spec.name.ends_with(".weight")) continue;
     out[strip_weight(spec.name)] = Target{Fold::kPlain, {spec.name}, spec.shape, false};
     bool qkv = false;
@@ -100,37 +107,59 @@ Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
   out.format = file.suffixes == weights::LoraSuffixes::kKohya         ? LoraFormat::kKohya
                : file.suffixes == weights::LoraSuffixes::kPeftDefault ? LoraFormat::kDiffSynth
                                                                        : LoraFormat::kDiffusers;
-  std::map<std::string, std::string> taken;  // param -> key that targets it
-  for (const weights::LoraPair& pair : file.pairs) {
+  // The target of a file's module name (its format's prefixes), or an error naming `key`.
+  auto find_target = [&](const std::string& module, const std::string& key, bool linear) -> Expected<const Target*> {
     const Target* target = nullptr;
     if (file.suffixes == weights::LoraSuffixes::kKohya) {
       for (const Prefix& p : kKohyaPrefixes)
-        if (pair.module.starts_with(p.text)) {
-          auto it = kohya_targets.find(pair.module.substr(std::strlen(p.text)));
+        if (module.starts_with(p.text)) {
+          auto it = kohya_targets.find(module.substr(std::strlen(p.text)));
           if (it != kohya_targets.end()) target = it->second;
           break;
         }
     } else {
       for (const Prefix& p : kPeftPrefixes) {
-        if (!pair.module.starts_with(p.text)) continue;
-        auto it = targets.find(pair.module.substr(std::strlen(p.text)));
+        if (!module.starts_with(p.text)) continue;
+        auto it = targets.find(module.substr(std::strlen(p.text)));
         if (it == targets.end()) continue;
         if (p.partition && *p.partition != partition)
-          return invalid_argument(where + ": '" + pair.up_key + "' targets " + partition_folder(*p.partition) +
+          return invalid_argument(where + ": '" + key + "' targets " + partition_folder(*p.partition) +
                                   ", but this model is " + partition_folder(partition));
         target = &it->second;
         break;
       }
     }
-    if (!target)
+    if (!target || (linear && !target->linear))
       return invalid_argument(
-          where + ": '" + pair.up_key + "' (module '" + pair.module + "') matches no linear layer of this model; " +
-          "expected a module such as " +
+          where + ": '" + key + "' (module '" + module + "') matches no " + (linear ? "linear layer" : "layer") +
+          " of this model; expected a module such as " +
           (file.suffixes == weights::LoraSuffixes::kKohya
                ? std::string("lora_unet_blocks_0_attn_qkv_proj or lora_unet_transformer_blocks_0_attn_to_q")
                : std::string("transformer.transformer_blocks.0.attn.to_q or diffusion_model.blocks.0.attn.qkv_proj")) +
           " (blocks 0.." + std::to_string(config.num_layers - 1) + ")");
     if (target->original && out.format == LoraFormat::kDiffusers) out.format = LoraFormat::kOriginal;
+    return target;
+  };
+  // DiffSynth trains on the release's per-head interleaved module; the original/ComfyUI and kohya/musubi
+  // files on [q_all; k_all; v_all] (diffusers' _convert_non_diffusers_minimax_h3_lora_to_diffusers).
+  const bool interleaved = file.suffixes == weights::LoraSuffixes::kPeftDefault;
+  // Rows of a fused module's tensor (B, or a full-rank delta) in our parameters' order.
+  auto unfold = [&](const Target& target, const Tensor& rows) {
+    switch (target.fold) {
+      case Fold::kPlain: break;
+      case Fold::kQkv: {
+        std::vector<Tensor> parts;
+        for (int part = 0; part < 3; ++part) parts.push_back(qkv_part(rows, part, interleaved, config));
+        return parts;
+      }
+      case Fold::kSwapHalves: return std::vector<Tensor>{swap_row_halves(rows)};  // [gate; value] -> [value; gate]
+    }
+    return std::vector<Tensor>{rows};
+  };
+
+  std::map<std::string, std::string> taken;  // param -> key that targets it
+  for (const weights::LoraPair& pair : file.pairs) {
+    OROCHI_ASSIGN_OR_RETURN(const Target* target, find_target(pair.module, pair.up_key, true));
 
     const int64_t r = pair.rank(), out_rows = target->shape[0], in = target->shape[1];
     if (pair.down.dim(1) != in)
@@ -141,26 +170,39 @@ Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
       return shape_mismatch(where + ": '" + pair.up_key + "' has shape " + shape_to_string(pair.up.shape()) +
                             ", expected [" + std::to_string(out_rows) + ", " + std::to_string(r) +
                             "] for a layer of shape " + shape_to_string(target->shape) + ": a LoRA for another model?");
-    const Tensor down = pair.down.to(DType::kF32), up = pair.up.to(DType::kF32);
-    std::vector<Tensor> ups;
-    switch (target->fold) {
-      case Fold::kPlain: ups = {up}; break;
-      case Fold::kQkv: {
-        // DiffSynth trains on the release's per-head interleaved module; the original/ComfyUI and kohya/musubi
-        // files on [q_all; k_all; v_all] (diffusers' _convert_non_diffusers_minimax_h3_lora_to_diffusers).
-        const bool interleaved = file.suffixes == weights::LoraSuffixes::kPeftDefault;
-        for (int part = 0; part < 3; ++part) ups.push_back(qkv_part(up, part, interleaved, config));
-        break;
-      }
-      case Fold::kSwapHalves:  // original fc1 rows [gate; value] -> ours [value; gate]
-        ups = {swap_row_halves(up)};
-        break;
-    }
+    const Tensor down = pair.down.to(DType::kF32);
+    const std::vector<Tensor> ups = unfold(*target, pair.up.to(DType::kF32));
     for (size_t i = 0; i < ups.size(); ++i) {
       const std::string& param = target->params[i];
       if (auto [it, fresh] = taken.emplace(param, pair.up_key); !fresh)
         return invalid_argument(where + ": '" + pair.up_key + "' and '" + it->second + "' both target " + param);
       out.deltas.push_back(LoraDelta{param, pair.up_key, down, ups[i], pair.scale()});
+    }
+  }
+
+  std::set<std::string> biases;
+  for (const ParamSpec& spec : h3_parameters(config))
+    if (spec.name.ends_with(".bias")) biases.insert(spec.name);
+  std::map<std::string, std::string> diffed;  // param -> .diff key that targets it
+  for (const weights::LoraDiff& diff : file.diffs) {
+    OROCHI_ASSIGN_OR_RETURN(const Target* target, find_target(diff.module, diff.key, false));
+    const Shape want = diff.bias ? Shape{target->shape[0]} : target->shape;
+    if (diff.delta.shape() != want)
+      return shape_mismatch(where + ": '" + diff.key + "' has shape " + shape_to_string(diff.delta.shape()) +
+                            ", expected " + shape_to_string(want) + " (the " + (diff.bias ? "bias" : "weight") +
+                            " of module '" + diff.module + "', shape " + shape_to_string(target->shape) + ")");
+    const std::vector<Tensor> parts = unfold(*target, diff.delta.to(DType::kF32));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::string param = target->params[i];
+      if (diff.bias) {
+        param = strip_weight(param) + ".bias";
+        if (!biases.count(param))
+          return invalid_argument(where + ": '" + diff.key + "' is a bias delta, but " + strip_weight(target->params[i]) +
+                                  " has no bias in this model");
+      }
+      if (auto [it, fresh] = diffed.emplace(param, diff.key); !fresh)
+        return invalid_argument(where + ": '" + diff.key + "' and '" + it->second + "' both target " + param);
+      out.full.push_back(FullDelta{param, diff.key, parts[i]});
     }
   }
   return out;
@@ -202,6 +244,57 @@ std::vector<std::pair<std::string, LinearWeights*>> linear_layers(H3Weights& w) 
   return out;
 }
 
+namespace {
+
+// Every tensor a full-rank delta may target by its diffusers name: linear weights and biases, norms.
+std::map<std::string, Tensor*> delta_targets(H3Weights& w) {
+  std::map<std::string, Tensor*> out;
+  for (auto& [name, l] : linear_layers(w)) {
+    out[name] = &l->weight;
+    if (l->bias.defined()) out[strip_weight(name) + ".bias"] = &l->bias;
+  }
+  auto norms = [&](const std::string& p, BlockWeights& b) {
+    out[p + "norm1.weight"] = &b.norm1;
+    out[p + "norm2.weight"] = &b.norm2;
+    out[p + "attn.norm_q.weight"] = &b.attn.norm_q;
+    out[p + "attn.norm_k.weight"] = &b.attn.norm_k;
+  };
+  for (size_t i = 0; i < w.refiner.size(); ++i) norms("token_refiner.refiner_blocks." + std::to_string(i) + ".", w.refiner[i]);
+  for (size_t i = 0; i < w.blocks.size(); ++i) norms("transformer_blocks." + std::to_string(i) + ".", w.blocks[i]);
+  out["token_refiner.final_norm.weight"] = &w.refiner_final_norm;
+  out["norm_out.norm.weight"] = &w.norm_out;
+  return out;
+}
+
+// param += strength · delta for every full-rank delta, into a fresh tensor (the stored one may be a
+// read-only view of a file): bf16 stays bf16, rounded once from the f32 sum; anything else is f32.
+Status merge_full_deltas(H3Weights& weights, const H3Lora& lora, float strength) {
+  if (lora.full.empty()) return Status::ok();
+  const std::map<std::string, Tensor*> targets = delta_targets(weights);
+  for (const FullDelta& d : lora.full) {
+    auto it = targets.find(d.param);
+    if (it == targets.end())
+      return invalid_argument("LoRA '" + lora.path + "': '" + d.source + "' targets " + d.param +
+                              ", which these weights do not hold");
+    Tensor& t = *it->second;
+    OROCHI_CHECK(t.shape() == d.delta.shape(), "full-rank delta shape for " + d.param);
+    const bool bf16 = t.dtype() == DType::kBF16;
+    const Tensor base = bf16 ? t.contiguous() : t.to(DType::kF32);
+    Tensor merged = Tensor::empty(t.shape(), bf16 ? DType::kBF16 : DType::kF32);
+    const float* delta = d.delta.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (bf16)
+        merged.data<uint16_t>()[i] = f32_to_bf16(bf16_to_f32(base.data<uint16_t>()[i]) + strength * delta[i]);
+      else
+        merged.data<float>()[i] = base.data<float>()[i] + strength * delta[i];
+    }
+    t = std::move(merged);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status attach_lora(H3Weights& weights, const H3Lora& lora, float strength) {
   if (!std::isfinite(strength))
     return invalid_argument("LoRA '" + lora.path + "': strength " + std::to_string(strength) + " is not finite");
@@ -217,7 +310,7 @@ Status attach_lora(H3Weights& weights, const H3Lora& lora, float strength) {
     OROCHI_CHECK(d.up.dim(0) == w.dim(0) && d.down.dim(1) == w.dim(1), "LoRA delta shape for " + d.param);
     it->second->adapters.push_back(LoraAdapter{d.down, d.up, strength * d.scale});
   }
-  return Status::ok();
+  return merge_full_deltas(weights, lora, strength);
 }
 
 Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength) {
@@ -270,7 +363,7 @@ Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength) {
     }
     w = std::move(merged);
   }
-  return Status::ok();
+  return merge_full_deltas(weights, lora, strength);
 }
 
 }  // namespace orochi::h3

@@ -41,15 +41,25 @@ struct LoraDelta {
   float scale = 1.0f;   // alpha / r, or 1 without alpha
 };
 
+// One full-rank delta (ComfyUI's .diff / .diff_b): param += strength · delta.
+struct FullDelta {
+  std::string param;   // diffusers name: a linear's ".weight" or ".bias", or a norm's ".weight"
+  std::string source;  // the file's key
+  Tensor delta;        // f32, the parameter's shape (our row order)
+};
+
 struct H3Lora {
   std::string path;
   LoraFormat format = LoraFormat::kDiffusers;
   std::vector<LoraDelta> deltas;  // at most one per parameter
+  std::vector<FullDelta> full;    // at most one per parameter
 };
 
-// Maps every pair of `file` onto this config's parameters. Refused, naming the key: a module that
-// matches no linear layer of the model, a LoRA for the other partition, a factor whose shape does
-// not fit the layer, two pairs targeting one parameter.
+// Maps every pair and full-rank delta of `file` onto this config's parameters (a fused qkv's .diff
+// split as its B would be, fc1's halves swapped). Refused, naming the key: a module that matches no
+// linear layer of the model (no layer at all for a .diff), a LoRA for the other partition, a factor or
+// delta whose shape does not fit the layer, a .diff_b for a layer without a bias, two pairs (or two
+// deltas) targeting one parameter.
 Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
                           LoraPartition partition = LoraPartition::kTransformer);
 // read_lora_file + map_lora.
@@ -61,13 +71,15 @@ Expected<H3Lora> read_lora(const std::string& path, const H3Config& config,
 // the stored one is bf16 (rounded once from the f32 sum, as the GPU upload of an f32 merge would
 // round), f32 otherwise. Rows run in parallel (OpenMP), with the same sums on any thread count.
 // Strength 0 changes nothing (the weights stay bit-identical). A non-finite strength is refused.
+// Full-rank deltas: param += strength · delta, with the same precision rule.
 Status merge_lora(H3Weights& weights, const H3Lora& lora, float strength);
 
 // PEFT's unmerged semantics instead of a merge: every delta becomes an adapter of its layer
 // (LinearWeights::adapters, scale strength · alpha/r), and the CPU forward adds strength · scale ·
 // up·(down·x) to the layer's base output. The weights are untouched, so base and adapters keep their
 // own precision (the check of the merge's rounding). shard_weights slices adapters by their layer's
-// tensor-parallel rule. The GPU upload reads weights only: merge (merge_lora) for a GPU run.
+// tensor-parallel rule. The GPU upload reads weights only: merge (merge_lora) for a GPU run. Full-rank
+// deltas have no low-rank form and are merged (as merge_lora does) on this path too.
 Status attach_lora(H3Weights& weights, const H3Lora& lora, float strength);
 
 // Every 2-D (linear) weight of `weights` by its diffusers name.

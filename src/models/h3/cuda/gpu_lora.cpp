@@ -77,7 +77,12 @@ Status merge_lora_on_gpu(GpuWeights& weights, AdalnSource& adaln, const H3Lora& 
                          cudaStream_t stream) {
   if (!std::isfinite(strength))
     return invalid_argument("LoRA '" + lora.path + "': strength " + std::to_string(strength) + " is not finite");
-  if (strength == 0.0f || lora.deltas.empty()) return Status::ok();
+  if (strength == 0.0f) return Status::ok();
+  if (!lora.full.empty())
+    return invalid_argument("LoRA '" + lora.path + "': '" + lora.full[0].source +
+                            "' is a full-rank delta (.diff / .diff_b), which the GPU merge does not apply: "
+                            "use it where the LoRA merges into host weights (orochi generate / serve)");
+  if (lora.deltas.empty()) return Status::ok();
   const std::map<std::string, Tensor*> resident = resident_linears(weights);
   const int64_t blocks = static_cast<int64_t>(weights.blocks.size());
   size_t scratch = 0;
