@@ -257,6 +257,9 @@ constexpr const char* kServeHelp =
     "                         where and how it runs, as generate takes them\n"
     "  --quiet                no engine notes on stderr\n"
     "  --help, -h             this text\n"
+    "  per request (POST /v1/videos fields, README.md's table): the schedule as generate's options set it\n"
+    "  (preset turbo8|turbo4, sigmas and audio_sigmas as number arrays, video_shift, audio_shift), and\n"
+    "  loras: names (file stems) of the --lora files merged at start, which a request may name, never change\n"
     "  stops on SIGINT / SIGTERM; a job running then is marked failed at the next start\n";
 
 constexpr const char* kHelpHelp =
