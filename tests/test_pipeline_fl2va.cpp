@@ -154,14 +154,14 @@ TEST(Fl2va, PackedInputsHoldTheEncodedKeyframes) {
 
   // The conditioning rows: each keyframe encoded (one frame, posterior seed 42, fp16, normalized),
   // noised once as 0.999·z + 0.001·ε from the request's condition stream, patchified.
-  const h3vae::EncoderWeights& encoder = *demo().video_encoder;
+  CpuVideoEncoder encoder(*demo().video_encoder);
   Expected<std::vector<Tensor>> z = encode_keyframes(encoder, f.keyframes.images);
   ASSERT_TRUE(z.has_value()) << z.status().to_string();
   ASSERT_EQ(z->size(), 2u);
   const Shape latent = {demo().transformer.config.in_channels, 1, g.latent_height, g.latent_width};
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ((*z)[i].shape(), latent);
-    Expected<Tensor> direct = h3vae::encode_condition(encoder, keyframe_pixels(f.keyframes.images[i]));
+    Expected<Tensor> direct = h3vae::encode_condition(*demo().video_encoder, keyframe_pixels(f.keyframes.images[i]));
     ASSERT_TRUE(direct.has_value());
     EXPECT_TENSOR_CLOSE((*z)[i], *direct, 0.0);
   }
@@ -254,7 +254,7 @@ TEST(Fl2va, OracleRunDecodesTheKeyframeLatent) {
   const Fixture f = make_fixture(true);
   const VideoGeometry& g = f.plan.geometry;
   const int64_t rpf = f.plan.layout.rows_per_frame;
-  const h3vae::EncoderWeights& encoder = *demo().video_encoder;
+  CpuVideoEncoder encoder(*demo().video_encoder);
   Expected<std::vector<Tensor>> z = encode_keyframes(encoder, f.keyframes.images);
   ASSERT_TRUE(z.has_value());
   // Every target latent frame = the first keyframe's latent.
@@ -298,8 +298,8 @@ TEST(Fl2va, DemoRunMakesFramesAndWaveform) {
   h3::CpuDenoiser denoiser(demo().transformer);
   CpuVideoDecoder video(demo().video_vae);
   CpuAudioDecoder audio(demo().audio_vae);
-  Expected<T2vaResult> r =
-      run_fl2va(denoiser, video, audio, *demo().video_encoder, {f.request, f.keyframes.images}, f.plan);
+  CpuVideoEncoder encoder(*demo().video_encoder);
+  Expected<T2vaResult> r = run_fl2va(denoiser, video, audio, encoder, {f.request, f.keyframes.images}, f.plan);
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_EQ(r->frames.shape(), (Shape{22, 3, 192, 320}));
   EXPECT_EQ(r->waveform.dim(0), 2);
@@ -307,7 +307,7 @@ TEST(Fl2va, DemoRunMakesFramesAndWaveform) {
   EXPECT_EQ(r->condition_rows, f.plan.layout.rows_per_frame);
   // The demo transformer's weights are random: its first frame is not the keyframe. The distance
   // is printed for the record.
-  Expected<std::vector<Tensor>> z = encode_keyframes(*demo().video_encoder, f.keyframes.images);
+  Expected<std::vector<Tensor>> z = encode_keyframes(encoder, f.keyframes.images);
   ASSERT_TRUE(z.has_value());
   Expected<Tensor> alone = video.decode(still_latent((*z)[0], f.plan.geometry.latent_frames), nullptr);
   ASSERT_TRUE(alone.has_value());
@@ -316,7 +316,7 @@ TEST(Fl2va, DemoRunMakesFramesAndWaveform) {
   std::printf("demo fl2va (random transformer): first frame vs the keyframe latent's decode rel L2 %.3g\n",
               rel_l2(first_frame(r->frames), first_frame(*alone_px)));
   // A run without its keyframes is refused.
-  EXPECT_FALSE(run_fl2va(denoiser, video, audio, *demo().video_encoder, {f.request, {}}, f.plan).has_value());
+  EXPECT_FALSE(run_fl2va(denoiser, video, audio, encoder, {f.request, {}}, f.plan).has_value());
 }
 
 }  // namespace

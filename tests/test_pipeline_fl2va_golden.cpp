@@ -119,7 +119,8 @@ TEST_F(Fl2vaGolden, KeyframesAndTheirLatentsMatch) {
     for (size_t j = 0; j < im.rgb.size(); ++j) differ += static_cast<float>(im.rgb[j]) != want.data<float>()[j];
     EXPECT_EQ(differ, 0) << "keyframe " << i << ": pixels that differ";
   }
-  auto z = pipeline::encode_keyframes(w_->encoder, w_->keyframes.images);
+  pipeline::CpuVideoEncoder encoder(w_->encoder);
+  auto z = pipeline::encode_keyframes(encoder, w_->keyframes.images);
   ASSERT_TRUE(z.has_value()) << z.status().to_string();
   for (int i = 0; i < 2; ++i) {
     const Tensor want = golden_tensor(w_->golden, "condition_latents." + std::to_string(i));
@@ -227,7 +228,8 @@ TEST_F(Fl2vaGolden, WholeRunDecodesAsDiffusers) {
   pipeline::CpuVideoDecoder video(w_->video_vae);
   pipeline::CpuAudioDecoder audio(w_->audio_vae);
   pipeline::Fl2vaRequest request{w_->request, w_->keyframes.images};
-  auto r = pipeline::run_fl2va(denoiser, video, audio, w_->encoder, request, w_->plan);
+  pipeline::CpuVideoEncoder encoder(w_->encoder);
+  auto r = pipeline::run_fl2va(denoiser, video, audio, encoder, request, w_->plan);
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   ASSERT_EQ(r->frames.shape(), (Shape{124, 3, 64, 64}));
   // Per-frame channel means of all 124 frames, and three whole frames.

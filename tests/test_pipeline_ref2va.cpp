@@ -208,12 +208,14 @@ TEST(Ref2va, ConditionsThatDoNotFitThePlanAreRefused) {
   h3::CpuDenoiser denoiser(d.models.transformer);
   CpuVideoDecoder video(d.models.video_vae);
   CpuAudioDecoder audio(d.models.audio_vae);
+  CpuVideoEncoder video_encoder(*d.models.video_encoder);
+  CpuAudioEncoder audio_encoder(*d.models.audio_encoder);
   Ref2vaRequest request{r, {d.references[0]}};
-  auto fewer = run_ref2va(denoiser, video, audio, *d.models.video_encoder, *d.models.audio_encoder, request, *plan);
+  auto fewer = run_ref2va(denoiser, video, audio, video_encoder, audio_encoder, request, *plan);
   ASSERT_FALSE(fewer.has_value());
   EXPECT_TRUE(says(fewer.status(), "2 reference(s), the request 1")) << fewer.status().to_string();
   request.references = {d.references[0], d.references[0]};
-  auto other = run_ref2va(denoiser, video, audio, *d.models.video_encoder, *d.models.audio_encoder, request, *plan);
+  auto other = run_ref2va(denoiser, video, audio, video_encoder, audio_encoder, request, *plan);
   ASSERT_FALSE(other.has_value());
   EXPECT_TRUE(says(other.status(), "reference 2 is not the one the plan was made for")) << other.status().to_string();
 }

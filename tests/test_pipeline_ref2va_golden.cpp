@@ -197,7 +197,9 @@ TEST_F(Ref2vaGolden, ReferencesPrepareAsDiffusers) {
 }
 
 TEST_F(Ref2vaGolden, ConditionsEncodeAsDiffusers) {
-  auto c = pipeline::encode_ref2va_references(w_->video_encoder, w_->audio_encoder, w_->references);
+  pipeline::CpuVideoEncoder video_encoder(w_->video_encoder);
+  pipeline::CpuAudioEncoder audio_encoder(w_->audio_encoder);
+  auto c = pipeline::encode_ref2va_references(video_encoder, audio_encoder, w_->references);
   ASSERT_TRUE(c.has_value()) << c.status().to_string();
   ASSERT_EQ(c->video_latents.size(), 3u);
   ASSERT_EQ(c->audio_rows.size(), 2u);
@@ -335,7 +337,9 @@ TEST_F(Ref2vaGolden, WholeRunDecodesAsDiffusers) {
   options.progress = [&](const pipeline::T2vaProgress& p) {
     if (stages.empty() || stages.back() != p.stage) stages.push_back(p.stage);
   };
-  auto r = pipeline::run_ref2va(denoiser, video, audio, w_->video_encoder, w_->audio_encoder,
+  pipeline::CpuVideoEncoder video_encoder(w_->video_encoder);
+  pipeline::CpuAudioEncoder audio_encoder(w_->audio_encoder);
+  auto r = pipeline::run_ref2va(denoiser, video, audio, video_encoder, audio_encoder,
                                 {w_->request, w_->references}, w_->plan, options);
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   EXPECT_EQ(stages, (std::vector<std::string>{"reference encode", "denoise", "video decode", "audio decode"}));

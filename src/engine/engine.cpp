@@ -132,6 +132,11 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   request.audio_shift = plan.request.audio_shift;
   request.video_sigmas = plan.request.video_sigmas;
   request.audio_sigmas = plan.request.audio_sigmas;
+  // fl2va / ref2va: the reference-encode phase first; its encoders are gone before the text encoder.
+  OROCHI_ASSIGN_OR_RETURN(EncodedConditions conditions, encode_conditions(plan, progress, cancel));
+  report.load_s += conditions.load_s;
+  request.condition_latents = std::move(conditions.video_latents);
+  request.condition_audio_rows = std::move(conditions.audio_rows);
   OROCHI_ASSIGN_OR_RETURN(request.text_features, text_features(plan, report));
   if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before the denoiser");
 
@@ -146,26 +151,9 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
     }
     if (progress) progress(p);
   };
-  // fl2va: the keyframes go through the video VAE's encoder (on the CPU), then t2va's stages.
-  const bool fl2va = !plan.keyframes.empty();
-  if (fl2va && !models_.video_encoder) {
-    if (!components_.vae) return Status(ErrorCode::kInternal, "fl2va: this engine has no video VAE encoder");
-    const auto t_encoder = Clock::now();
-    OROCHI_ASSIGN_OR_RETURN(models_.video_encoder, pipeline::load_video_encoder(*components_.vae, models_));
-    report.load_s += seconds_since(t_encoder);
-  }
-  // ref2va: the references through both VAE encoders (on the CPU); only the demo has them today
-  // (plan() refuses a checkpoint's ref2va).
-  const bool ref2va = !plan.references.empty();
-  if (ref2va && (!models_.video_encoder || !models_.audio_encoder))
-    return Status(ErrorCode::kInternal, "ref2va: this engine has no VAE encoders");
+  // The conditions are in the request: every workflow runs t2va's stages from here.
   auto run_workflow = [&](models::Denoiser& denoiser, pipeline::VideoDecoder& video, pipeline::AudioDecoder& audio) {
-    if (ref2va)
-      return pipeline::run_ref2va(denoiser, video, audio, *models_.video_encoder, *models_.audio_encoder,
-                                  {request, plan.references}, plan.shape.t2va, run_options);
-    if (!fl2va) return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
-    return pipeline::run_fl2va(denoiser, video, audio, *models_.video_encoder, {request, plan.keyframes},
-                               plan.shape.t2va, run_options);
+    return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
   };
   auto run_models = [&]() -> Expected<pipeline::T2vaResult> {
     if (!on_gpu_) {
@@ -191,6 +179,7 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   };
   Expected<pipeline::T2vaResult> result = run_models();
   if (!result) return result.status();
+  result->times.condition_encode_s = conditions.encode_s;
   if (on_gpu_) {
     nlohmann::json gpu = gpu_backend().memory_report(first_gpu_);
     gpu["used_bytes_end_of_denoise"] = used_denoise;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/engine_options.h"
@@ -43,6 +44,17 @@ struct RunResult {
   RunReport report;             // everything but the caller's own stages (encode, e2e, output)
 };
 
+// The reference-encode phase's output (Engine::encode_conditions): what the packed layout's
+// conditioning rows are made of.
+struct EncodedConditions {
+  std::vector<Tensor> video_latents;  // fl2va keyframes (packed order) or ref2va images and videos (request
+                                      // order): normalized f32 [C, T, h, w]
+  std::vector<Tensor> audio_rows;     // ref2va soundtracks and clips, request order: normalized f32 [2a, C_a]
+  std::string device;                 // where the encoders ran ("CPU", "cuda:0")
+  double load_s = 0;                  // the encoders' weights read, uploaded or generated
+  double encode_s = 0;                // the encodes
+};
+
 class Engine {
  public:
   static Expected<std::unique_ptr<Engine>> open(const ModelSource& source, const EngineOptions& options);
@@ -52,6 +64,12 @@ class Engine {
   ~Engine();
 
   Expected<RunPlan> plan(const GenerateRequest& request) const;
+  // The plan's keyframes or references through the VAE encoders on the engine's device (run()'s
+  // first phase; empty for t2va). On a GPU the encoders are made for the plan's encode phase and
+  // freed, weights and activations, before this returns. `progress` sees "keyframe encode" or
+  // "reference encode" once per input.
+  Expected<EncodedConditions> encode_conditions(const RunPlan& plan, const ProgressCallback& progress = nullptr,
+                                                const std::atomic<bool>* cancel = nullptr);
   // The plan's text features alone, f32 [L, text_dim], as run() makes them: the conditioner over the
   // prompt or its presentation with the pictures (on the engine's device), a features file's rows,
   // or the demo's random rows.

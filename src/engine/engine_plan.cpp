@@ -11,6 +11,7 @@
 #include "core/stopwatch.h"
 #include "engine/presentation_plan.h"
 #include "engine/reference_checks.h"
+#include "engine/random_presentation.h"
 #include "engine/reference_inputs.h"
 #include "models/h3/flops.h"
 #include "pipeline/fl2va.h"
@@ -94,10 +95,8 @@ Status plan_keyframes(RunPlan& plan, bool demo) {
 // conditioner (engine/presentation_plan.h), so they take --prompt: a features file carries no
 // per-row tags for the pictures' rows. Refused before any weight is read, from check_conditioning.
 Status check_workflow_source(const ModelSource& source, const GenerateRequest& r, const std::string& workflow) {
-  if (workflow == "t2va" || source.demo()) return Status::ok();
-  if (source.random_weights)
-    return unsupported(workflow + " encodes its references with the VAE encoders, which --random-weights does not "
-                       "make; run it on the built-in demo model (no MODEL_DIR)");
+  // The demo has its own encoders; --random-weights makes them on the GPU (and its text rows are random).
+  if (workflow == "t2va" || source.demo() || source.random_weights) return Status::ok();
   if (workflow == "fl2va" && r.text_features_file)
     return invalid_argument(workflow + " on a checkpoint takes --prompt: its presentation to the Qwen3-VL "
                             "conditioner carries the pictures' vision tokens (tagged as video rows), which a "
@@ -250,6 +249,10 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
     const auto t_read = Clock::now();
     OROCHI_RETURN_IF_ERROR(plan_references(plan, demo));
     plan.media_decode_s = seconds_since(t_read);
+  }
+  if (source_.random_weights && plan.workflow != "t2va") {  // random rows of the presentation's length
+    OROCHI_ASSIGN_OR_RETURN(r.text_rows, random_presentation_rows(plan));
+    plan.notes.push_back("random text rows: " + std::to_string(r.text_rows) + ", the presentation's length");
   }
   if (r.prompt && plan.workflow != "t2va")
     OROCHI_RETURN_IF_ERROR(plan_presentation(plan, components_, source_.dir, max_tokens));

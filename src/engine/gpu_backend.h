@@ -18,7 +18,9 @@
 #include "engine/engine_options.h"
 #include "engine/run_switches.h"
 #include "models/h3/denoiser.h"
+#include "models/h3_video_vae/encoder_memory.h"
 #include "pipeline/decoders.h"
+#include "pipeline/encoders.h"
 #include "pipeline/ref2va_layout.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
@@ -47,6 +49,14 @@ struct GpuT2va {
   std::unique_ptr<pipeline::VideoDecoder> video;
   std::unique_ptr<pipeline::AudioDecoder> audio;
   std::string device_name;
+};
+
+// Where the reference-encode phase runs (fl2va keyframes, ref2va references) and what its encoders
+// are sized for, as the plan's encode phase counts them (planner/encode_memory.h).
+struct EncoderPlacement {
+  int device = 0;
+  h3vae::EncoderTileShape first_tile;  // the video encoder's first input's; each later input refits it
+  int64_t audio_samples = 0;           // the longest sound per channel, padded to the hop; 0: no audio encoder
 };
 
 // Where the text encoder runs and where its layers live meanwhile (the plan's text-encoder phase):
@@ -132,6 +142,17 @@ class GpuBackend {
   virtual Expected<Tensor> encode_presentation(const std::string& text_encoder_dir,
                                                const pipeline::ConditionerInputs& inputs, int64_t layer,
                                                const TextEncoderPlacement& placement) = 0;
+  // The reference-encode phase's VAE encoders on placement.device, weights uploaded from `host`, or
+  // with `host` null random weights of `config` generated on the GPU from `seed` (--random-weights);
+  // their weights and activations are freed when the caller drops them, before the next phase.
+  virtual Expected<std::unique_ptr<pipeline::VideoEncoder>> video_encoder(const h3vae::VideoVaeConfig& config,
+                                                                          const h3vae::EncoderWeights* host,
+                                                                          const EncoderPlacement& placement,
+                                                                          uint64_t seed) = 0;
+  virtual Expected<std::unique_ptr<pipeline::AudioEncoder>> audio_encoder(const h3_audio::AudioVaeConfig& config,
+                                                                          const h3_audio::AudioEncoderWeights* host,
+                                                                          const EncoderPlacement& placement,
+                                                                          uint64_t seed) = 0;
   // `orochi bench dit` / `bench text`: timings, memory and the outputs' hash as JSON.
   virtual Expected<nlohmann::json> bench_dit(const BenchDitOptions& options) = 0;
   virtual Expected<nlohmann::json> bench_text(const BenchTextOptions& options) = 0;

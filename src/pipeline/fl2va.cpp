@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/stopwatch.h"
-#include "models/h3_video_vae/encoder_posterior.h"
 #include "pipeline/reference/reference_image.h"
 
 namespace orochi::pipeline {
@@ -53,12 +52,16 @@ Tensor keyframe_pixels(const io::RgbImage& image) {
   return t;
 }
 
-Expected<std::vector<Tensor>> encode_keyframes(const h3vae::EncoderWeights& encoder,
-                                               const std::vector<io::RgbImage>& images) {
+Expected<std::vector<Tensor>> encode_keyframes(VideoEncoder& encoder, const std::vector<io::RgbImage>& images,
+                                               const T2vaProgressCallback& progress, const std::atomic<bool>* cancel) {
   std::vector<Tensor> latents;
-  for (const io::RgbImage& image : images) {
-    OROCHI_ASSIGN_OR_RETURN(Tensor z, h3vae::encode_condition(encoder, keyframe_pixels(image)));
+  const int64_t n = static_cast<int64_t>(images.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before the keyframe encode");
+    const auto t0 = Clock::now();
+    OROCHI_ASSIGN_OR_RETURN(Tensor z, encoder.encode_condition(keyframe_pixels(images[static_cast<size_t>(i)])));
     latents.push_back(std::move(z));
+    if (progress) progress({"keyframe encode", i + 1, n, seconds_since(t0)});
   }
   return latents;
 }
@@ -70,7 +73,7 @@ Expected<T2vaPlan> plan_fl2va(const h3::H3Config& config, const T2vaShape& shape
 }
 
 Expected<T2vaResult> run_fl2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
-                               const h3vae::EncoderWeights& encoder, const Fl2vaRequest& request,
+                               VideoEncoder& encoder, const Fl2vaRequest& request,
                                const T2vaPlan& plan, const T2vaRunOptions& options) {
   const size_t n = plan.shape.keyframes.size();
   if (n == 0 || request.keyframes.size() != n)
@@ -81,20 +84,13 @@ Expected<T2vaResult> run_fl2va(models::Denoiser& denoiser, VideoDecoder& video_v
       return shape_mismatch("a keyframe is " + std::to_string(k.width) + "x" + std::to_string(k.height) +
                             ", the plan's canvas " + std::to_string(plan.geometry.width) + "x" +
                             std::to_string(plan.geometry.height) + " (prepare_fl2va_keyframes puts it there)");
-  if (encoder.config.latent_channels != plan.model.in_channels)
-    return unsupported("the video VAE encoder makes " + std::to_string(encoder.config.latent_channels) +
+  if (encoder.latent_channels() != plan.model.in_channels)
+    return unsupported("the video VAE encoder makes " + std::to_string(encoder.latent_channels()) +
                        " latent channels, the transformer denoises " + std::to_string(plan.model.in_channels));
-  if (options.cancel && options.cancel->load())
-    return Status(ErrorCode::kCancelled, "cancelled before the keyframe encode");
   T2vaRequest run = request.base;
   const auto t0 = Clock::now();
-  for (size_t i = 0; i < n; ++i) {
-    const auto t_one = Clock::now();
-    OROCHI_ASSIGN_OR_RETURN(Tensor z, h3vae::encode_condition(encoder, keyframe_pixels(request.keyframes[i])));
-    run.condition_latents.push_back(std::move(z));
-    if (options.progress)
-      options.progress({"keyframe encode", static_cast<int64_t>(i + 1), static_cast<int64_t>(n), seconds_since(t_one)});
-  }
+  OROCHI_ASSIGN_OR_RETURN(run.condition_latents,
+                          encode_keyframes(encoder, request.keyframes, options.progress, options.cancel));
   const double encode_s = seconds_since(t0);
   OROCHI_ASSIGN_OR_RETURN(T2vaResult result, run_t2va(denoiser, video_vae, audio_vae, run, plan, options));
   result.times.condition_encode_s = encode_s;

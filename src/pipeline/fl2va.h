@@ -7,13 +7,14 @@
 // never stepped, cut off before the decode.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
 #include "io/media_in.h"
-#include "models/h3_video_vae/encoder_weights.h"
+#include "pipeline/encoders.h"
 #include "pipeline/reference/reference_geometry.h"
 #include "pipeline/t2va.h"
 
@@ -42,10 +43,12 @@ Expected<Fl2vaKeyframes> prepare_fl2va_keyframes(const std::vector<Fl2vaKeyframe
 // One canvas image as the VAE takes it: u8 [3, 1, H, W].
 Tensor keyframe_pixels(const io::RgbImage& image);
 
-// Every keyframe through h3vae::encode_condition (one frame, tiled, posterior seed 42, fp16, normalized):
-// f32 [C, 1, H/16, W/16] each, in the given order.
-Expected<std::vector<Tensor>> encode_keyframes(const h3vae::EncoderWeights& encoder,
-                                               const std::vector<io::RgbImage>& images);
+// Every keyframe through the encoder's encode_condition (one frame, tiled, posterior seed 42, fp16,
+// normalized): f32 [C, 1, H/16, W/16] each, in the given order. `progress` sees stage "keyframe
+// encode" once per keyframe; kCancelled when `cancel` is set before one.
+Expected<std::vector<Tensor>> encode_keyframes(VideoEncoder& encoder, const std::vector<io::RgbImage>& images,
+                                               const T2vaProgressCallback& progress = nullptr,
+                                               const std::atomic<bool>* cancel = nullptr);
 
 // plan_t2va for a shape with one or two keyframes (invalid_argument without any).
 Expected<T2vaPlan> plan_fl2va(const h3::H3Config& config, const T2vaShape& shape);
@@ -58,7 +61,7 @@ struct Fl2vaRequest {
 // Encodes the keyframes (progress stage "keyframe encode", once per keyframe), then runs t2va's
 // stages with them as the conditioning (run_t2va). The result's times.condition_encode_s is the encode.
 Expected<T2vaResult> run_fl2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
-                               const h3vae::EncoderWeights& encoder, const Fl2vaRequest& request,
+                               VideoEncoder& encoder, const Fl2vaRequest& request,
                                const T2vaPlan& plan, const T2vaRunOptions& options = {});
 
 }  // namespace orochi::pipeline

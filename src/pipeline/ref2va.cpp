@@ -3,8 +3,6 @@
 #include <string>
 
 #include "core/stopwatch.h"
-#include "models/h3_audio_vae/encoder.h"
-#include "models/h3_video_vae/encoder_posterior.h"
 #include "pipeline/reference/reference_audio.h"
 #include "pipeline/reference/reference_image.h"
 #include "pipeline/reference/reference_video.h"
@@ -103,8 +101,7 @@ std::vector<ReferenceGeometry> reference_geometry(const std::vector<Ref2vaRefere
   return out;
 }
 
-Expected<Ref2vaConditions> encode_ref2va_references(const h3vae::EncoderWeights& video_encoder,
-                                                    const h3_audio::AudioEncoderWeights& audio_encoder,
+Expected<Ref2vaConditions> encode_ref2va_references(VideoEncoder& video_encoder, AudioEncoder& audio_encoder,
                                                     const std::vector<Ref2vaReference>& references,
                                                     const T2vaProgressCallback& progress,
                                                     const std::atomic<bool>* cancel) {
@@ -120,14 +117,14 @@ Expected<Ref2vaConditions> encode_ref2va_references(const h3vae::EncoderWeights&
       const Tensor pixels = r.kind == ReferenceKind::kImage
                                 ? planar_pixels(io::VideoFrames{1, r.image.height, r.image.width, {}, r.image.rgb}, 1)
                                 : planar_pixels(r.frames, vae_frames(r.frames));  // u8 [3, P, H, W]
-      Expected<Tensor> z = h3vae::encode_condition(video_encoder, pixels);  // [C, T_r, h, w]
+      Expected<Tensor> z = video_encoder.encode_condition(pixels);  // [C, T_r, h, w]
       if (!z) return Status(z.status().code(), what + ": " + z.status().message());
       out.video_latents.push_back(std::move(z).value());
     } else if (!r.has_audio()) {
       return invalid_argument(what + " has no waveform");
     }
     if (r.has_audio()) {
-      Expected<Tensor> rows = h3_audio::encode_reference_audio(audio_encoder, r.waveform);  // [2, a, C_a]
+      Expected<Tensor> rows = audio_encoder.encode_reference_audio(r.waveform);  // [2, a, C_a]
       if (!rows) return Status(rows.status().code(), what + ": " + rows.status().message());
       out.audio_rows.push_back(rows->contiguous().view({rows->dim(0) * rows->dim(1), rows->dim(2)}));  // channel-major
     }
@@ -143,8 +140,7 @@ Expected<T2vaPlan> plan_ref2va(const h3::H3Config& config, const T2vaShape& shap
 }
 
 Expected<T2vaResult> run_ref2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
-                                const h3vae::EncoderWeights& video_encoder,
-                                const h3_audio::AudioEncoderWeights& audio_encoder, const Ref2vaRequest& request,
+                                VideoEncoder& video_encoder, AudioEncoder& audio_encoder, const Ref2vaRequest& request,
                                 const T2vaPlan& plan, const T2vaRunOptions& options) {
   const std::vector<ReferenceGeometry> planned = plan.shape.references;
   if (planned.empty() || request.references.size() != planned.size())
@@ -158,11 +154,11 @@ Expected<T2vaResult> run_ref2va(models::Denoiser& denoiser, VideoDecoder& video_
       return shape_mismatch("reference " + std::to_string(i + 1) + " is not the one the plan was made for (its " +
                             "latent geometry differs); plan the request with its prepared references");
   }
-  if (video_encoder.config.latent_channels != plan.model.in_channels)
-    return unsupported("the video VAE encoder makes " + std::to_string(video_encoder.config.latent_channels) +
+  if (video_encoder.latent_channels() != plan.model.in_channels)
+    return unsupported("the video VAE encoder makes " + std::to_string(video_encoder.latent_channels()) +
                        " latent channels, the transformer denoises " + std::to_string(plan.model.in_channels));
-  if (audio_encoder.config.latent_channels != plan.model.audio_in_channels)
-    return unsupported("the audio VAE encoder makes " + std::to_string(audio_encoder.config.latent_channels) +
+  if (audio_encoder.latent_channels() != plan.model.audio_in_channels)
+    return unsupported("the audio VAE encoder makes " + std::to_string(audio_encoder.latent_channels()) +
                        " latent channels, the transformer denoises " + std::to_string(plan.model.audio_in_channels));
   const auto t0 = Clock::now();
   OROCHI_ASSIGN_OR_RETURN(Ref2vaConditions conditions, encode_ref2va_references(video_encoder, audio_encoder,

@@ -7,7 +7,7 @@
 //   2. encode (D Ref2VAReferenceEncoderStep): images and videos through the video VAE encoder (a video
 //      snapped down to 17n + 5 frames; posterior sampled with the seed-42 CPU generator, fp16-rounded,
 //      normalized: h3vae::encode_condition), soundtracks and clips through the audio VAE encoder
-//      (posterior mean, normalized: h3_audio::encode_reference_audio);
+//      (posterior mean, normalized: h3_audio::encode_reference_audio), on the CPU or a GPU (encoders.h);
 //   3. t2va's run (t2va.h) on the ref2va packed layout (ref2va_layout.h): each visual reference noised
 //      once to 0.999 from the request's condition stream 1000 + i (i counting visual references),
 //      reference audio rows clean; all of them written once and never stepped, at max(t_v, 0.999)
@@ -21,8 +21,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "io/media_in.h"
-#include "models/h3_audio_vae/encoder_weights.h"
-#include "models/h3_video_vae/encoder_weights.h"
+#include "pipeline/encoders.h"
 #include "pipeline/reference/reference_geometry.h"
 #include "pipeline/ref2va_layout.h"
 #include "pipeline/t2va.h"
@@ -79,8 +78,7 @@ struct Ref2vaConditions {
 };
 // `progress` sees stage "reference encode", once per reference. Errors: the encoders' (a frame too
 // small for the encoder), kCancelled when `cancel` is set between references.
-Expected<Ref2vaConditions> encode_ref2va_references(const h3vae::EncoderWeights& video_encoder,
-                                                    const h3_audio::AudioEncoderWeights& audio_encoder,
+Expected<Ref2vaConditions> encode_ref2va_references(VideoEncoder& video_encoder, AudioEncoder& audio_encoder,
                                                     const std::vector<Ref2vaReference>& references,
                                                     const T2vaProgressCallback& progress = nullptr,
                                                     const std::atomic<bool>* cancel = nullptr);
@@ -96,8 +94,7 @@ struct Ref2vaRequest {
 // Encodes the references (encode_ref2va_references), then runs t2va's stages with them as the
 // conditioning (run_t2va). The result's times.condition_encode_s is the encode.
 Expected<T2vaResult> run_ref2va(models::Denoiser& denoiser, VideoDecoder& video_vae, AudioDecoder& audio_vae,
-                                const h3vae::EncoderWeights& video_encoder,
-                                const h3_audio::AudioEncoderWeights& audio_encoder, const Ref2vaRequest& request,
+                                VideoEncoder& video_encoder, AudioEncoder& audio_encoder, const Ref2vaRequest& request,
                                 const T2vaPlan& plan, const T2vaRunOptions& options = {});
 
 }  // namespace orochi::pipeline

@@ -6,6 +6,8 @@
 
 #include "core/check.h"
 #include "core/random.h"
+#include "models/h3_audio_vae/encoder_random.h"
+#include "models/h3_video_vae/encoder_random.h"
 
 namespace orochi::pipeline {
 namespace {
@@ -75,16 +77,10 @@ h3vae::DecoderWeights demo_video_weights(const h3vae::VideoVaeConfig& config, ui
 }
 
 h3vae::EncoderWeights demo_video_encoder_weights(const h3vae::VideoVaeConfig& config, uint64_t seed) {
-  uint64_t stream = 3000;
-  auto source = [&](const h3vae::ParamSpec& spec) -> Expected<Tensor> {
-    const std::string& n = spec.name;
-    ++stream;
-    const bool norm = n.find("norm") != std::string::npos;
-    if (norm && n.ends_with(".weight")) return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);
-    if (n.ends_with(".bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.05f);
-    return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
-  };
-  Expected<h3vae::EncoderWeights> w = h3vae::assemble_encoder_weights(config, source);
+  Expected<h3vae::EncoderWeights> w = h3vae::random_encoder_weights(
+      config, [seed](const Shape& shape, uint64_t stream, h3vae::NormalInit init) -> Expected<Tensor> {
+        return normal_param(shape, seed, stream, init.mean, init.stddev);
+      });
   OROCHI_CHECK(w.has_value(), w.status().to_string());
   return std::move(w).value();
 }
@@ -107,17 +103,10 @@ Tensor demo_lowpass(const Shape& shape) {
 }
 
 h3_audio::AudioEncoderWeights demo_audio_encoder_weights(const h3_audio::AudioVaeConfig& config, uint64_t seed) {
-  uint64_t stream = 7000;
-  auto source = [&](const h3_audio::TensorSpec& spec) -> Expected<Tensor> {
-    const std::string& n = spec.name;
-    ++stream;
-    if (n.ends_with(".alpha")) return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);  // Snake's frequency
-    if (n.ends_with(".weight_g")) return normal_param(spec.shape, seed, stream, 1.0f, 0.0f);
-    if (n.find("norm") != std::string::npos && n.ends_with(".weight")) return normal_param(spec.shape, seed, stream, 1.0f, 0.1f);
-    if (n.ends_with("bias")) return normal_param(spec.shape, seed, stream, 0.0f, 0.02f);
-    return normal_param(spec.shape, seed, stream, 0.0f, inverse_sqrt_fan_in(spec.shape));
-  };
-  Expected<h3_audio::AudioEncoderWeights> w = h3_audio::assemble_encoder(config, source);
+  Expected<h3_audio::AudioEncoderWeights> w = h3_audio::random_encoder_weights(
+      config, [seed](const Shape& shape, uint64_t stream, h3_audio::NormalInit init) -> Expected<Tensor> {
+        return normal_param(shape, seed, stream, init.mean, init.stddev);
+      });
   OROCHI_CHECK(w.has_value(), w.status().to_string());
   return std::move(w).value();
 }

@@ -1,5 +1,6 @@
 // The GpuBackend of a CUDA build: linking this file is how the CUDA backend registers itself.
 #include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/gpu_encoders.h"
 
 namespace orochi::engine {
 namespace {
@@ -27,6 +28,18 @@ class CudaBackend final : public GpuBackend {
   Expected<Tensor> encode_presentation(const std::string& dir, const pipeline::ConditionerInputs& inputs, int64_t layer,
                                        const TextEncoderPlacement& placement) override {
     return cuda_backend::cuda_encode_presentation(dir, inputs, layer, placement);
+  }
+  Expected<std::unique_ptr<pipeline::VideoEncoder>> video_encoder(const h3vae::VideoVaeConfig& config,
+                                                                  const h3vae::EncoderWeights* host,
+                                                                  const EncoderPlacement& placement,
+                                                                  uint64_t seed) override {
+    return cuda_backend::cuda_video_encoder(config, host, placement, seed);
+  }
+  Expected<std::unique_ptr<pipeline::AudioEncoder>> audio_encoder(const h3_audio::AudioVaeConfig& config,
+                                                                  const h3_audio::AudioEncoderWeights* host,
+                                                                  const EncoderPlacement& placement,
+                                                                  uint64_t seed) override {
+    return cuda_backend::cuda_audio_encoder(config, host, placement, seed);
   }
   Expected<nlohmann::json> bench_dit(const BenchDitOptions& options) override {
     return cuda_backend::cuda_bench_dit(options);

@@ -31,6 +31,16 @@ class NoGpuBackend final : public GpuBackend {
                                        const TextEncoderPlacement&) override {
     return no_cuda();
   }
+  Expected<std::unique_ptr<pipeline::VideoEncoder>> video_encoder(const h3vae::VideoVaeConfig&,
+                                                                  const h3vae::EncoderWeights*,
+                                                                  const EncoderPlacement&, uint64_t) override {
+    return no_cuda();
+  }
+  Expected<std::unique_ptr<pipeline::AudioEncoder>> audio_encoder(const h3_audio::AudioVaeConfig&,
+                                                                  const h3_audio::AudioEncoderWeights*,
+                                                                  const EncoderPlacement&, uint64_t) override {
+    return no_cuda();
+  }
   Expected<nlohmann::json> bench_dit(const BenchDitOptions&) override { return no_cuda(); }
   Expected<nlohmann::json> bench_text(const BenchTextOptions&) override { return no_cuda(); }
 };

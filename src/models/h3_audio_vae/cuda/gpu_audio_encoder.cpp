@@ -7,9 +7,11 @@
 #include "backends/cuda/kernels/audio_encoder_kernels.h"
 #include "backends/cuda/ops_audio.h"
 #include "backends/cuda/ops_audio_encoder.h"
+#include "backends/cuda/random_fill.h"
 #include "core/log.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_weights.h"
 #include "models/h3_audio_vae/encoder_input.h"
+#include "models/h3_audio_vae/encoder_random.h"
 #include "models/h3_audio_vae/parameters.h"
 
 namespace orochi::h3_audio::gpu {
@@ -160,6 +162,20 @@ size_t GpuAudioEncoder::weight_bytes() const { return weight_arena_ ? weight_are
 size_t GpuAudioEncoder::activation_bytes_used() const { return activation_arena_ ? activation_arena_->used() : 0; }
 size_t GpuAudioEncoder::reserved_bytes() const {
   return (weight_arena_ ? weight_arena_->capacity() : 0) + (activation_arena_ ? activation_arena_->capacity() : 0);
+}
+
+Status GpuAudioEncoder::init_random(uint64_t seed) {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  has_weights_ = false;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // the draws below reuse the weight arena
+  const NormalDraw draw = [&](const Shape& shape, uint64_t stream_id, NormalInit init) -> Expected<Tensor> {
+    weight_arena_->reset(0);
+    OROCHI_ASSIGN_OR_RETURN(const Tensor t, weight_arena_->tensor(shape, DType::kF32));
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(t, seed, stream_id, init.mean, init.stddev, stream_));
+    return cuda::download(t, stream_);
+  };
+  OROCHI_ASSIGN_OR_RETURN(const AudioEncoderWeights host, random_encoder_weights(config_, draw));
+  return upload(host);
 }
 
 Status GpuAudioEncoder::upload(const AudioEncoderWeights& host) {

@@ -4,7 +4,7 @@
 // the GeGLU MLP) and mean_proj, giving the posterior mean.
 //
 //   auto enc = GpuAudioEncoder::create(config, device, max_samples);
-//   enc->upload(host_weights)                     // load_encoder / assemble_encoder
+//   enc->upload(host_weights)                     // load_encoder / assemble_encoder (or init_random(seed))
 //   enc->encode(waveform)                         // host [B, N] mono items -> host f32 [B, A, C]
 //   enc->encode_reference_audio(soundtrack)       // host [1 or 2, N] -> normalized rows [2, A, C]
 //
@@ -49,6 +49,9 @@ class GpuAudioEncoder {
 
   // Host f32 weights of the create() config (weight norm folded), relaid for the GEMMs.
   Status upload(const AudioEncoderWeights& host);
+  // Random weights of create()'s config (encoder_random.h's rule, --random-weights benchmarks): each
+  // tensor drawn on the GPU in the weight arena, folded and laid out as upload() does host weights.
+  Status init_random(uint64_t seed);
   bool has_weights() const { return has_weights_; }
 
   // Mono items, host [B, N] (any float dtype) -> posterior mean rows, host f32 [B, A, latent_channels]

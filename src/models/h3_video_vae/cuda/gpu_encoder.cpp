@@ -5,8 +5,10 @@
 #include <map>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/random_fill.h"
 #include "models/h3_video_vae/blend.h"
 #include "models/h3_video_vae/encoder_posterior.h"
+#include "models/h3_video_vae/encoder_random.h"
 #include "models/h3_video_vae/tiling.h"
 
 namespace orochi::h3vae::gpu {
@@ -126,44 +128,68 @@ struct GpuVideoEncoder::Buffers {
   int64_t elems = 0;  // floats per region
 };
 
+Status GpuVideoEncoder::check_tile_shape(const EncoderTileShape& tile) const {
+  if (tile.frames < 1 || tile.height < 1 || tile.width < 1 || tile.frames > config_.clip_length)
+    return invalid_argument("GpuVideoEncoder: a tile shape of " + std::to_string(tile.frames) + " x " +
+                            std::to_string(tile.height) + " x " + std::to_string(tile.width) +
+                            " is not one the encoder meets (use max_tile_shape())");
+  if (options_.device_tiles && (tile.clip_height < tile.height || tile.clip_width < tile.width))
+    return invalid_argument("GpuVideoEncoder: device_tiles needs the clip's frame size in the tile shape (use max_tile_shape())");
+  return Status::ok();
+}
+
+Status GpuVideoEncoder::reserve_activations(const EncoderTileShape& tile) {
+  OROCHI_ASSIGN_OR_RETURN(activation_arena_,
+                          cuda::DeviceArena::create(device_, encoder_activation_bytes(config_, tile, options_),
+                                                    "video VAE encoder tile activations"));
+  buf_ = std::make_unique<Buffers>();
+  buf_->elems = encoder_tile_max_elems(config_, tile.frames, tile.height, tile.width);
+  for (void*& r : buf_->region) {
+    OROCHI_ASSIGN_OR_RETURN(r, activation_arena_->allocate(static_cast<size_t>(buf_->elems) * 4));
+  }
+  clip_ = nullptr;
+  clip_elems_ = 0;
+  if (options_.device_tiles) {
+    clip_elems_ = encoder_clip_elems(config_, tile);
+    OROCHI_ASSIGN_OR_RETURN(clip_, activation_arena_->allocate(static_cast<size_t>(clip_elems_) * 4));
+  }
+  max_tile_ = tile;
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<GpuVideoEncoder>> GpuVideoEncoder::create(const VideoVaeConfig& config, int device,
                                                                    const EncoderTileShape& max_tile,
                                                                    const GpuEncoderOptions& options) {
   OROCHI_RETURN_IF_ERROR(config.validate().with_context("video VAE config"));
   OROCHI_RETURN_IF_ERROR(config.validate_encoder().with_context("video VAE config"));
-  if (max_tile.frames < 1 || max_tile.height < 1 || max_tile.width < 1 || max_tile.frames > config.clip_length)
-    return invalid_argument("GpuVideoEncoder: a tile shape of " + std::to_string(max_tile.frames) + " x " +
-                            std::to_string(max_tile.height) + " x " + std::to_string(max_tile.width) +
-                            " is not one the encoder meets (use max_tile_shape())");
   if (options.device_tiles && options.path == EncoderPath::kPaddedCopies)
     return invalid_argument("GpuVideoEncoder: device_tiles needs a fused path (the padded-copies path takes host tiles)");
-  if (options.device_tiles && (max_tile.clip_height < max_tile.height || max_tile.clip_width < max_tile.width))
-    return invalid_argument("GpuVideoEncoder: device_tiles needs the clip's frame size in the tile shape (use max_tile_shape())");
   std::unique_ptr<GpuVideoEncoder> e(new GpuVideoEncoder());
   e->config_ = config;
   e->options_ = options;
   e->device_ = device;
+  OROCHI_RETURN_IF_ERROR(e->check_tile_shape(max_tile));
   e->profiler_ = std::make_unique<Profiler>();
-  e->max_tile_ = max_tile;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
   OROCHI_ASSIGN_OR_RETURN(e->conv_, cuda::Conv3dRunner::create(e->stream_, options.math));
   e->conv_->set_autotune(options.autotune);
   OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
                           cuda::DeviceArena::create(device, encoder_weight_arena_bytes(config), "video VAE encoder weights"));
-  OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
-                          cuda::DeviceArena::create(device, encoder_activation_bytes(config, max_tile, options),
-                                                    "video VAE encoder tile activations"));
-  e->buf_ = std::make_unique<Buffers>();
-  e->buf_->elems = encoder_tile_max_elems(config, max_tile.frames, max_tile.height, max_tile.width);
-  for (void*& r : e->buf_->region) {
-    OROCHI_ASSIGN_OR_RETURN(r, e->activation_arena_->allocate(static_cast<size_t>(e->buf_->elems) * 4));
-  }
-  if (options.device_tiles) {
-    e->clip_elems_ = encoder_clip_elems(config, max_tile);
-    OROCHI_ASSIGN_OR_RETURN(e->clip_, e->activation_arena_->allocate(static_cast<size_t>(e->clip_elems_) * 4));
-  }
+  OROCHI_RETURN_IF_ERROR(e->reserve_activations(max_tile));
   return e;
+}
+
+Status GpuVideoEncoder::fit(const EncoderTileShape& tile) {
+  OROCHI_RETURN_IF_ERROR(check_tile_shape(tile));
+  if (tile == max_tile_) return Status::ok();
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // nothing may still use the old arena
+  // The old arena goes first, so the peak is one input's arena (the plan's), never two.
+  buf_.reset();
+  clip_ = nullptr;
+  activation_arena_.reset();
+  return reserve_activations(tile);
 }
 
 size_t GpuVideoEncoder::reserved_bytes() const {
@@ -233,6 +259,21 @@ Status GpuVideoEncoder::upload(const EncoderWeights& host) {
   weights_ = std::move(w);
   has_weights_ = true;
   return Status::ok();
+}
+
+Status GpuVideoEncoder::init_random(uint64_t seed) {
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  has_weights_ = false;
+  OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  weights_.reset();  // upload() refills the arena below; the draws use it as scratch first
+  const NormalDraw draw = [&](const Shape& shape, uint64_t stream_id, NormalInit init) -> Expected<Tensor> {
+    weight_arena_->reset(0);
+    OROCHI_ASSIGN_OR_RETURN(const Tensor t, weight_arena_->tensor(shape, DType::kF32));
+    OROCHI_RETURN_IF_ERROR(cuda::fill_normal(t, seed, stream_id, init.mean, init.stddev, stream_));
+    return cuda::download(t, stream_);
+  };
+  OROCHI_ASSIGN_OR_RETURN(const EncoderWeights host, random_encoder_weights(config_, draw));
+  return upload(host);
 }
 
 Status GpuVideoEncoder::conv(const Conv3dWeights& c, const Tensor& x, int64_t stride_t, int64_t stride_s,

@@ -99,7 +99,16 @@ class GpuVideoEncoder {
 
   // Host f32 weights (load_encoder_weights) whose config matches create()'s.
   Status upload(const EncoderWeights& host);
+  // Random weights of create()'s config (encoder_random.h's rule, --random-weights benchmarks): each
+  // parameter drawn on the GPU in the weight arena, then laid out as upload() lays out host weights.
+  Status init_random(uint64_t seed);
   bool has_weights() const { return has_weights_; }
+
+  // Tiles up to `tile` from now on: the activation arena is given back and reserved anew for it
+  // (the weights stay), so one encoder takes inputs of several sizes with each input's own arena,
+  // as the planner's encode phase counts (planner/encode_memory.h). A no-op for the current shape.
+  Status fit(const EncoderTileShape& tile);
+  const EncoderTileShape& max_tile() const { return max_tile_; }
 
   // One tile: host f32 [3, T, h, w] within the planned tile shape -> host f32 [2·latent, T', h/r, w/r],
   // the CPU encode_tile's output.
@@ -132,6 +141,8 @@ class GpuVideoEncoder {
 
  private:
   GpuVideoEncoder() = default;
+  Status check_tile_shape(const EncoderTileShape& tile) const;
+  Status reserve_activations(const EncoderTileShape& tile);  // the arena, the tile buffers, the clip
   struct DeviceWeights;  // gpu_encoder.cpp
   struct Buffers;
   struct Profiler;

@@ -1,0 +1,214 @@
+// On the device (issues 23, 28): the engine's reference-encode phase on a GPU.
+//   - The demo's references (the ref2va golden's media: two pictures, a 30 fps video with its mono
+//     soundtrack, a stereo clip) and fl2va keyframes, encoded by a GPU engine, equal the CPU engine's
+//     encode within the stated bounds: video latents rel L2 <= 1e-2 (the GPU's convolutions use TF32
+//     as the reference's fp32 encode does on a GPU; the CPU is fp32; the seed-42 noise, fp16 round and
+//     normalization are the same host code), audio rows rel L2 <= 1e-4 (f32 on both sides). A second
+//     GPU encode is bit-identical to the first.
+//   - --random-weights: GpuVideoEncoder / GpuAudioEncoder::init_random draw the CPU rule's weights
+//     (encoder_random.h): an fp32 encode with them equals one with the host-drawn weights (rel L2 <=
+//     1e-5: the draws differ in the device log/sin/cos's last ulp at most).
+//   - A --random-weights engine encodes a ref2va request on the GPU with the released encoders, every
+//     value finite, and gives the encoders' memory back.
+// Prints ENGINE_ENCODE lines. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/random.h"
+#include "engine/engine.h"
+#include "models/h3_audio_vae/cuda/gpu_audio_encoder.h"
+#include "models/h3_audio_vae/encoder_random.h"
+#include "models/h3_video_vae/cuda/gpu_encoder.h"
+#include "models/h3_video_vae/encoder_posterior.h"
+#include "models/h3_video_vae/encoder_random.h"
+#include "support/paths.h"
+
+namespace orochi::engine {
+namespace {
+
+using Kind = ReferenceInput::Kind;
+
+std::string ref2va_media(const std::string& name) { return testing::test_data_dir() + "/h3_ref2va/" + name; }
+std::string image(const std::string& name) { return testing::test_data_dir() + "/reference_media/images/" + name; }
+
+double rel_l2(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous().to(DType::kF32), y = b.contiguous().to(DType::kF32);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double d = static_cast<double>(x.data<float>()[i]) - y.data<float>()[i];
+    num += d * d;
+    den += static_cast<double>(y.data<float>()[i]) * y.data<float>()[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+bool all_finite(const Tensor& t) {
+  const Tensor x = t.contiguous();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (!std::isfinite(x.data<float>()[i])) return false;
+  return true;
+}
+
+std::unique_ptr<Engine> open_engine(const std::string& device, bool random = false) {
+  ModelSource source;
+  source.random_weights = random;
+  EngineOptions options;
+  options.device = device;
+  Expected<std::unique_ptr<Engine>> e = Engine::open(source, options);
+  EXPECT_TRUE(e.has_value()) << e.status().to_string();
+  return e.has_value() ? std::move(e).value() : nullptr;
+}
+
+GenerateRequest request_with(std::vector<ReferenceInput> refs) {
+  GenerateRequest r;
+  r.frames = 124;
+  r.steps = 2;
+  r.text_rows = 8;
+  r.references = std::move(refs);
+  return r;
+}
+
+class EngineEncodeGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gpu_backend().device_count() == 0) GTEST_SKIP() << "no GPU";
+    if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
+  }
+};
+
+// Both engines' encodes of one request, compared tensor by tensor.
+void compare_engines(const GenerateRequest& request, const char* what) {
+  std::unique_ptr<Engine> cpu = open_engine("cpu"), gpu = open_engine("cuda:0");
+  ASSERT_TRUE(cpu && gpu);
+  Expected<RunPlan> cpu_plan = cpu->plan(request), gpu_plan = gpu->plan(request);
+  ASSERT_TRUE(cpu_plan.has_value()) << cpu_plan.status().to_string();
+  ASSERT_TRUE(gpu_plan.has_value()) << gpu_plan.status().to_string();
+  Expected<EncodedConditions> want = cpu->encode_conditions(*cpu_plan);
+  ASSERT_TRUE(want.has_value()) << want.status().to_string();
+  Expected<EncodedConditions> got = gpu->encode_conditions(*gpu_plan);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  EXPECT_EQ(got->device, "cuda:0");
+  ASSERT_EQ(got->video_latents.size(), want->video_latents.size());
+  ASSERT_EQ(got->audio_rows.size(), want->audio_rows.size());
+  for (size_t i = 0; i < got->video_latents.size(); ++i) {
+    ASSERT_EQ(got->video_latents[i].shape(), want->video_latents[i].shape());
+    const double e = rel_l2(got->video_latents[i], want->video_latents[i]);
+    std::printf("ENGINE_ENCODE %s video latents %zu %s: GPU vs CPU rel_l2=%.3e (bound 1e-2)\n", what, i,
+                shape_to_string(got->video_latents[i].shape()).c_str(), e);
+    EXPECT_LE(e, 1e-2) << what << " video latents " << i;
+  }
+  for (size_t i = 0; i < got->audio_rows.size(); ++i) {
+    ASSERT_EQ(got->audio_rows[i].shape(), want->audio_rows[i].shape());
+    const double e = rel_l2(got->audio_rows[i], want->audio_rows[i]);
+    std::printf("ENGINE_ENCODE %s audio rows %zu %s: GPU vs CPU rel_l2=%.3e (bound 1e-4)\n", what, i,
+                shape_to_string(got->audio_rows[i].shape()).c_str(), e);
+    EXPECT_LE(e, 1e-4) << what << " audio rows " << i;
+  }
+  std::printf("ENGINE_ENCODE %s: CPU %.3f s, GPU %.3f s (+ weights %.3f s)\n", what, want->encode_s, got->encode_s,
+              got->load_s);
+  // Deterministic: the same request again (each input refits the encoder's arena) gives the same bits.
+  Expected<EncodedConditions> again = gpu->encode_conditions(*gpu_plan);
+  ASSERT_TRUE(again.has_value()) << again.status().to_string();
+  for (size_t i = 0; i < got->video_latents.size(); ++i)
+    EXPECT_EQ(rel_l2(again->video_latents[i], got->video_latents[i]), 0.0) << what << " video latents " << i;
+  for (size_t i = 0; i < got->audio_rows.size(); ++i)
+    EXPECT_EQ(rel_l2(again->audio_rows[i], got->audio_rows[i]), 0.0) << what << " audio rows " << i;
+}
+
+TEST_F(EngineEncodeGpu, DemoReferencesMatchTheCpuEncode) {
+  compare_engines(request_with({{Kind::kImage, ref2va_media("image_wide.png")},
+                                {Kind::kVideo, ref2va_media("video.mov")},
+                                {Kind::kAudio, ref2va_media("clip.wav")},
+                                {Kind::kImage, ref2va_media("image_tall.png")}}),
+                  "ref2va");
+}
+
+TEST_F(EngineEncodeGpu, DemoKeyframesMatchTheCpuEncode) {
+  compare_engines(request_with({{Kind::kFirstFrame, image("rgb_odd.png")}, {Kind::kLastFrame, image("gray.png")}}),
+                  "fl2va");
+}
+
+Expected<Tensor> host_draw(const Shape& shape, uint64_t seed, uint64_t stream, float mean, float stddev) {
+  Tensor t = normal_tensor(shape, seed, stream);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = mean + stddev * t.data<float>()[i];
+  return t;
+}
+
+TEST_F(EngineEncodeGpu, RandomEncodersAreTheHostRulesWeights) {
+  const uint64_t seed = 77;
+  const pipeline::T2vaModels demo = pipeline::demo_t2va_models(1);  // for the configs
+  const h3vae::VideoVaeConfig& vc = demo.video_encoder->config;
+  Expected<h3vae::EncoderWeights> host_video = h3vae::random_encoder_weights(
+      vc, [&](const Shape& s, uint64_t stream, h3vae::NormalInit i) { return host_draw(s, seed, stream, i.mean, i.stddev); });
+  ASSERT_TRUE(host_video.has_value()) << host_video.status().to_string();
+  Tensor u8 = Tensor::uninitialized({3, 22, 64, 96}, DType::kU8);
+  for (int64_t i = 0; i < u8.numel(); ++i) u8.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37 + (i >> 7) * 11) % 256);
+  const Tensor pixels = h3vae::normalize_pixels(u8).value();
+  Expected<h3vae::EncoderTileShape> tile = h3vae::max_tile_shape(vc, h3vae::EncodeOptions{}, 22, 64, 96);
+  ASSERT_TRUE(tile.has_value()) << tile.status().to_string();
+  Tensor moments[2];
+  for (int k = 0; k < 2; ++k) {
+    auto enc = h3vae::gpu::GpuVideoEncoder::create(vc, 0, *tile, cuda::ConvMath::kF32);
+    ASSERT_TRUE(enc.has_value()) << enc.status().to_string();
+    const Status st = k == 0 ? (*enc)->init_random(seed) : (*enc)->upload(*host_video);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    Expected<Tensor> m = (*enc)->encode_moments(pixels);
+    ASSERT_TRUE(m.has_value()) << m.status().to_string();
+    moments[k] = *m;
+  }
+  const double ev = rel_l2(moments[0], moments[1]);
+  std::printf("ENGINE_ENCODE random video encoder: GPU-drawn vs host-drawn weights, moments rel_l2=%.3e (bound 1e-5)\n", ev);
+  EXPECT_LE(ev, 1e-5);
+
+  const h3_audio::AudioVaeConfig& ac = demo.audio_encoder->config;
+  Expected<h3_audio::AudioEncoderWeights> host_audio = h3_audio::random_encoder_weights(
+      ac, [&](const Shape& s, uint64_t stream, h3_audio::NormalInit i) { return host_draw(s, seed, stream, i.mean, i.stddev); });
+  ASSERT_TRUE(host_audio.has_value()) << host_audio.status().to_string();
+  Tensor wave = normal_tensor({2, 8000}, 5, 6);
+  Tensor rows[2];
+  for (int k = 0; k < 2; ++k) {
+    auto enc = h3_audio::gpu::GpuAudioEncoder::create(ac, 0, 8000, 2);
+    ASSERT_TRUE(enc.has_value()) << enc.status().to_string();
+    const Status st = k == 0 ? (*enc)->init_random(seed) : (*enc)->upload(*host_audio);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    Expected<Tensor> r = (*enc)->encode(wave);
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    rows[k] = *r;
+  }
+  const double ea = rel_l2(rows[0], rows[1]);
+  std::printf("ENGINE_ENCODE random audio encoder: GPU-drawn vs host-drawn weights, rows rel_l2=%.3e (bound 1e-5)\n", ea);
+  EXPECT_LE(ea, 1e-5);
+}
+
+TEST_F(EngineEncodeGpu, RandomWeightsEngineEncodesOnTheGpuAndFreesIt) {
+  std::unique_ptr<Engine> engine = open_engine("cuda:0", /*random=*/true);
+  ASSERT_TRUE(engine);
+  GenerateRequest r = request_with({{Kind::kImage, ref2va_media("image_wide.png")},
+                                    {Kind::kVideo, ref2va_media("video.mov")},
+                                    {Kind::kAudio, ref2va_media("clip.wav")}});
+  r.width = 832;
+  r.height = 480;
+  Expected<RunPlan> plan = engine->plan(r);
+  ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
+  ASSERT_TRUE(plan->memory.has_value());
+  ASSERT_NE(plan->memory->phase("reference encode"), nullptr);
+  EXPECT_GT(plan->request.text_rows, 8);  // the presentation's length
+  const uint64_t before = gpu_backend().memory_used(0);
+  Expected<EncodedConditions> got = engine->encode_conditions(*plan);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  const uint64_t after = gpu_backend().memory_used(0);
+  ASSERT_EQ(got->video_latents.size(), 2u);
+  ASSERT_EQ(got->audio_rows.size(), 2u);
+  for (const Tensor& t : got->video_latents) EXPECT_TRUE(all_finite(t));
+  for (const Tensor& t : got->audio_rows) EXPECT_TRUE(all_finite(t));
+  std::printf("ENGINE_ENCODE random weights ref2va (image 2048 edge, video, clip): weights %.3f s, encode %.3f s, "
+              "GPU in use before %.2f GiB after %.2f GiB, text rows %lld\n",
+              got->load_s, got->encode_s, before / 1073741824.0, after / 1073741824.0,
+              static_cast<long long>(plan->request.text_rows));
+  EXPECT_LT(after, before + (uint64_t{256} << 20)) << "the encoders' memory stays allocated";
+}
+
+}  // namespace
+}  // namespace orochi::engine
