@@ -155,6 +155,7 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   auto run_workflow = [&](models::Denoiser& denoiser, pipeline::VideoDecoder& video, pipeline::AudioDecoder& audio) {
     return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
   };
+  OROCHI_RETURN_IF_ERROR(use_partition(plan.workflow, report));  // ref2va: transformer_ref/
   auto run_models = [&]() -> Expected<pipeline::T2vaResult> {
     if (!on_gpu_) {
       h3::CpuDenoiser denoiser(models_.transformer);

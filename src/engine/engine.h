@@ -27,6 +27,7 @@
 #include "engine/model_family.h"
 #include "engine/run_plan.h"
 #include "engine/run_report.h"
+#include "models/h3/lora.h"
 #include "pipeline/t2va.h"
 #include "pipeline/t2va_models.h"
 #include "planner/plan_request.h"
@@ -101,7 +102,10 @@ class Engine {
   Status check_cpu_request(RunPlan& plan) const;
   Expected<Tensor> text_features(const RunPlan& plan, RunReport& report);
   Status ensure_gpu_models(const RunPlan& plan, RunReport& report);
-  Status merge_loras();  // source_.loras into models_.transformer, recorded in loras_
+  // source_.loras into models_.transformer (mapped for `partition`), recorded in loras_.
+  Status merge_loras(h3::LoraPartition partition = h3::LoraPartition::kTransformer);
+  // The denoiser partition the workflow runs (engine_partition.cpp).
+  Status use_partition(const std::string& workflow, RunReport& report);
 
   ModelSource source_;
   const ModelFamily* family_ = nullptr;
@@ -116,6 +120,9 @@ class Engine {
   double open_load_s_ = 0;   // reported by the first request
   std::vector<nlohmann::json> loras_;  // the merged LoRAs, for every request's report
   int64_t requests_ = 0;
+  // The partition of MODEL_DIR models_.transformer holds: "transformer" (t2va, fl2va) or
+  // "transformer_ref" (ref2va); empty while none is loaded.
+  std::string partition_ = "transformer";
   // The GPU models, kept between requests while the placement stays the same.
   std::unique_ptr<GpuT2va> gpu_;
   GpuPlacement gpu_placement_;

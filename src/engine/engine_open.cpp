@@ -286,13 +286,14 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
 
 // The LoRAs merge into the host weights in f32, before any upload: the CPU forward and the GPU
 // upload (which rounds the merged f32 weights to bf16) both see them.
-Status Engine::merge_loras() {
+Status Engine::merge_loras(h3::LoraPartition partition) {
+  loras_.clear();
   if (source_.loras.empty()) return Status::ok();
   if (source_.random_weights)
     return invalid_argument("--lora merges into host weights, and --random-weights makes its weights on the GPU: "
                             "use a model folder or the demo model");
   for (const LoraSource& l : source_.loras) {
-    OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::read_lora(l.path, models_.transformer.config));
+    OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::read_lora(l.path, models_.transformer.config, partition));
     const auto t0 = Clock::now();
     OROCHI_RETURN_IF_ERROR(h3::merge_lora(models_.transformer, lora, l.strength));
     loras_.push_back({{"file", l.path},

@@ -97,16 +97,18 @@ Status plan_keyframes(RunPlan& plan, bool demo) {
 Status check_workflow_source(const ModelSource& source, const GenerateRequest& r, const std::string& workflow) {
   // The demo has its own encoders; --random-weights makes them on the GPU (and its text rows are random).
   if (workflow == "t2va" || source.demo() || source.random_weights) return Status::ok();
-  if (workflow == "fl2va" && r.text_features_file)
+  if (r.text_features_file)
     return invalid_argument(workflow + " on a checkpoint takes --prompt: its presentation to the Qwen3-VL "
                             "conditioner carries the pictures' vision tokens (tagged as video rows), which a "
                             "--text-features file cannot say; pass --prompt TEXT instead");
-  if (workflow == "fl2va") return Status::ok();
-  return unsupported("ref2va on a checkpoint conditions the transformer_ref/ denoiser on its presentation (\"<Picture "
-                     "i>: \", \"<Video k>: \" with timestamps and each reference's vision tokens, \"<Audio j>: \", then "
-                     "the prompt) through the Qwen3-VL conditioner with the references' vision features; that path "
-                     "is not wired into the engine yet. The built-in demo model (no MODEL_DIR) runs ref2va on random "
-                     "text rows");
+  // ref2va runs on MODEL_DIR's transformer_ref/ (Engine::use_partition); a transformer given as a
+  // file is the one the user chose.
+  if (workflow == "ref2va" && source.dir && !source.transformer_file &&
+      !std::filesystem::exists(std::filesystem::path(*source.dir) / "transformer_ref" / "config.json"))
+    return not_found(*source.dir + " has no transformer_ref/ folder: ref2va runs on the checkpoint's reference "
+                     "partition (the release's Ref2VA transformer), which transformer/ (FL2VA: t2va, fl2va) is not; "
+                     "add it, or pass --transformer FILE with the Ref2VA weights");
+  return Status::ok();
 }
 
 // ref2va: the references read and normalized by the rules of the model and --ref-size (REF2VA.md
