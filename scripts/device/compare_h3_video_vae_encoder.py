@@ -66,7 +66,7 @@ def timed_encode(vae, pixels, with_latents=True):
         # The recipe (re-encodes; untimed).
         latents = encode_vae_condition(vae, pixels, PIXEL_MEAN, PIXEL_STD, 42) if with_latents else None
     peak = (torch.cuda.max_memory_allocated() - base) / 2**30
-    return seconds, peak, moments.float().cpu()[0], latents[0]
+    return seconds, peak, moments.float().cpu()[0], (latents[0] if latents is not None else None)
 
 
 def main():
