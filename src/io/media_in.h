@@ -1,7 +1,8 @@
 // Reading a user's reference media (ref2va / fl2va): images, videos with their soundtrack, audio
 // clips, decoded through FFmpeg's libraries into plain host buffers. Safe to include in any build:
-// without FFmpeg's libraries every reader returns `unsupported` and media_input_supported() says
-// false (src/io/media_in_unavailable.cpp).
+// without FFmpeg's libraries media_input_supported() says false and the readers take only
+// uncompressed PPM, WAV and Y4M files (io/raw_media_in.h), returning `unsupported` for the rest
+// (src/io/media_in_unavailable.cpp).
 //
 // What the readers reproduce is diffusers' MiniMax-H3 pipeline (../shared/docs/REF2VA.md §1.1, §2.1,
 // §3.1): PIL's `exif_transpose` + `convert("RGB")` for images, PyAV's decode of all frames of the
