@@ -139,6 +139,25 @@ Expected<std::optional<QkvOrder>> parse_qkv_order(const std::string& text) {
   return usage_error("--qkv-order takes auto, interleaved or thirds, got '" + text + "'");
 }
 
+void emulate_quantization(H3Weights& weights, Precision precision) {
+  // Every block linear asks the one list (is_quantized_linear) by its diffusers name.
+  auto mark = [&](std::vector<BlockWeights>& blocks, const std::string& prefix) {
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      BlockWeights& b = blocks[i];
+      const std::string p = prefix + std::to_string(i) + ".";
+      const std::pair<const char*, LinearWeights*> linears[] = {
+          {"attn.to_q", &b.attn.to_q}, {"attn.to_k", &b.attn.to_k}, {"attn.to_v", &b.attn.to_v},
+          {"attn.to_out.0", &b.attn.to_out}, {"ff.net.0.proj", &b.ff_in}, {"ff.net.2", &b.ff_out}};
+      for (const auto& [name, l] : linears)
+        l->emulated_codes = precision != Precision::kBf16 && is_quantized_linear(p + name + ".weight")
+                                ? precision_weight_dtype(precision)
+                                : DType::kF32;
+    }
+  };
+  mark(weights.refiner, "token_refiner.refiner_blocks.");
+  mark(weights.blocks, "transformer_blocks.");
+}
+
 H3Weights random_weights(const H3Config& config, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto source = [&](const ParamSpec& spec) -> Expected<Tensor> {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/h3/checkpoint_layout.h"
@@ -28,6 +29,9 @@ struct LinearWeights {
   Tensor weight;  // [out, in]
   Tensor bias;    // [out], undefined when the layer has none
   std::vector<LoraAdapter> adapters;  // CPU forward only; empty unless a LoRA is attached unmerged
+  // CPU forward only: kF8E4M3 / kI8 emulate the GPU's quantized linear (emulate_quantization);
+  // kF32, the default, is the plain f32 linear.
+  DType emulated_codes = DType::kF32;
   const Tensor* bias_or_null() const { return bias.defined() ? &bias : nullptr; }
 };
 
@@ -91,6 +95,11 @@ Expected<std::pair<H3Config, std::string>> transformer_file_config(const std::st
 Expected<TransformerFile> load_transformer_file(const std::string& path, const TransformerFileOptions& options = {});
 // "auto" -> none, "interleaved", "thirds"; anything else is a usage error.
 Expected<std::optional<QkvOrder>> parse_qkv_order(const std::string& text);
+
+// The CPU reference of --precision fp8 / int8 (for tests): every linear the GPU quantizes
+// (is_quantized_linear) runs as core/quantize.h's quantized_linear of its input and weight, each
+// rounded to bf16 first (as the GPU holds them) and quantized per row; the rest stays f32.
+void emulate_quantization(H3Weights& weights, Precision precision);
 
 // Deterministic random weights (the built-in demo model): N(0, 0.2) matrices, N(0, 0.05) biases,
 // 1 + N(0, 0.1) norm weights, from `seed`.
