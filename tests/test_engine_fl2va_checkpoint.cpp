@@ -1,7 +1,5 @@
-// fl2va through the engine on a checkpoint (issue 23), on the CPU: a model folder assembled from the
-// tiny test parts — tests/data/h3_tiny's transformer, h3_fl2va's video and audio VAEs (encoder
-// included), the Qwen BPE test tokenizer, h3_fl2va_prompt's Qwen3-VL conditioner (vision tower +
-// 3 text layers of h3_tiny's text width 8) and its processor/ — with --prompt and --text-layer 2.
+// fl2va through the engine on a checkpoint (issue 23), on the CPU: the tiny model folder of
+// tests/support/tiny_checkpoint.h with --prompt and --text-layer 2.
 // The plan presents the keyframes to the conditioner (engine/presentation_plan.h): its text rows
 // are the presentation's, tagged 0 on the vision blocks in the packed layout; the run's features
 // (Engine::conditioning) are pipeline::encode_fl2va_prompt_cpu's bit for bit, and the run produces
@@ -16,6 +14,7 @@
 #include "pipeline/fl2va_prompt.h"
 #include "support/paths.h"
 #include "support/temp_dir.h"
+#include "support/tiny_checkpoint.h"
 
 namespace orochi::engine {
 namespace {
@@ -23,20 +22,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kPrompt = "A red kite climbs over the dunes; a boy shouts <d>再高一点!</d> and the wind hums.";
-constexpr int64_t kLayer = 2;
+constexpr int64_t kLayer = testing::kTinyTextLayer;
 
 std::string data(const std::string& path) { return testing::test_data_dir() + "/" + path; }
-
-// MODEL_DIR made of the tiny parts (symlinks), the layout a release folder has.
-void assemble_model(const fs::path& root) {
-  fs::create_directories(root);
-  fs::create_directory_symlink(data("h3_tiny/transformer"), root / "transformer");
-  fs::create_directory_symlink(data("h3_fl2va/vae"), root / "vae");
-  fs::create_directory_symlink(data("h3_fl2va/audio_vae"), root / "audio_vae");
-  fs::create_directory_symlink(data("tokenizer/qwen_bpe"), root / "tokenizer");
-  fs::create_directory_symlink(data("h3_fl2va_prompt/text_encoder"), root / "text_encoder");
-  fs::create_directory_symlink(data("h3_fl2va_prompt/processor"), root / "processor");
-}
 
 GenerateRequest fl2va_request() {
   GenerateRequest r;
@@ -61,7 +49,7 @@ TEST(EngineFl2vaCheckpoint, PresentsTheKeyframesToTheConditionerAndRuns) {
   if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
   testing::TempDir dir("fl2va_ckpt");
   const fs::path root = dir.path / "model";
-  assemble_model(root);
+  testing::assemble_tiny_checkpoint(root);
   Expected<std::unique_ptr<Engine>> engine = Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cpu"});
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
   Expected<RunPlan> plan = (*engine)->plan(fl2va_request());
@@ -121,7 +109,7 @@ TEST(EngineFl2vaCheckpoint, TakesAPromptNotAFeaturesFile) {
   if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
   testing::TempDir dir("fl2va_ckpt_features");
   const fs::path root = dir.path / "model";
-  assemble_model(root);
+  testing::assemble_tiny_checkpoint(root);
   GenerateRequest r = fl2va_request();
   r.prompt.reset();
   r.text_features_file = dir.file("features.safetensors");

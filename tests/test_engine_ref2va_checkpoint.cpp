@@ -1,8 +1,7 @@
-// ref2va through the engine on a checkpoint (issue 23), on the CPU: a model folder assembled from the
-// tiny test parts — h3_tiny's transformer as transformer/, a bf16-rounded copy of it as
-// transformer_ref/ (other weights, so the partition used shows in the output), h3_fl2va's VAEs,
-// the Qwen BPE test tokenizer, h3_fl2va_prompt's Qwen3-VL conditioner and processor/ — with
-// --prompt, --text-layer 2 and --ref-size match, over h3_ref2va's media (two images, a 30 fps video
+// ref2va through the engine on a checkpoint (issue 23), on the CPU: the tiny model folder of
+// tests/support/tiny_checkpoint.h with a bf16-rounded copy of its transformer as transformer_ref/
+// (other weights, so the partition used shows in the output), --prompt, --text-layer 2 and
+// --ref-size match, over h3_ref2va's media (two images, a 30 fps video
 // with its soundtrack, a WAV clip). The plan presents the references to the conditioner: L and the
 // per-row tags reach the layout, and Engine::conditioning equals pipeline::encode_ref2va_prompt_cpu
 // bit for bit. The run uses transformer_ref/ (Engine::use_partition) and a later t2va request on the
@@ -14,9 +13,9 @@
 
 #include "engine/engine.h"
 #include "pipeline/ref2va_prompt.h"
-#include "support/checkpoint_copy.h"
 #include "support/paths.h"
 #include "support/temp_dir.h"
+#include "support/tiny_checkpoint.h"
 
 namespace orochi::engine {
 namespace {
@@ -25,27 +24,9 @@ namespace fs = std::filesystem;
 using Kind = ReferenceInput::Kind;
 
 constexpr const char* kPrompt = "The girl from picture 1 dances as in video 1, to the song of audio 2.";
-constexpr int64_t kLayer = 2;
+constexpr int64_t kLayer = testing::kTinyTextLayer;
 
 std::string data(const std::string& path) { return testing::test_data_dir() + "/" + path; }
-
-// MODEL_DIR made of the tiny parts; transformer_ref/ a bf16 copy of transformer/ when `distinct_ref`,
-// else the same folder, or absent when `with_ref` is false.
-void assemble_model(const fs::path& root, bool with_ref, bool distinct_ref) {
-  fs::create_directories(root);
-  fs::create_directory_symlink(data("h3_tiny/transformer"), root / "transformer");
-  if (with_ref && distinct_ref) {
-    fs::create_directories(root / "transformer_ref");
-    testing::write_converted_copy(data("h3_tiny/transformer"), root / "transformer_ref", DType::kBF16);
-  } else if (with_ref) {
-    fs::create_directory_symlink(data("h3_tiny/transformer"), root / "transformer_ref");
-  }
-  fs::create_directory_symlink(data("h3_fl2va/vae"), root / "vae");
-  fs::create_directory_symlink(data("h3_fl2va/audio_vae"), root / "audio_vae");
-  fs::create_directory_symlink(data("tokenizer/qwen_bpe"), root / "tokenizer");
-  fs::create_directory_symlink(data("h3_fl2va_prompt/text_encoder"), root / "text_encoder");
-  fs::create_directory_symlink(data("h3_fl2va_prompt/processor"), root / "processor");
-}
 
 GenerateRequest request(std::vector<ReferenceInput> refs) {
   GenerateRequest r;
@@ -82,7 +63,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 TEST(EngineRef2vaCheckpoint, PresentsTheReferencesToTheConditioner) {
   if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
   testing::TempDir dir("ref2va_ckpt_plan");
-  assemble_model(dir.path / "model", true, true);
+  testing::assemble_tiny_checkpoint(dir.path / "model", testing::TinyRefPartition::kDistinct);
   std::unique_ptr<Engine> engine = open_engine(dir.path / "model");
   ASSERT_TRUE(engine);
   Expected<RunPlan> plan = engine->plan(request(full_references()));
@@ -117,8 +98,8 @@ TEST(EngineRef2vaCheckpoint, PresentsTheReferencesToTheConditioner) {
 TEST(EngineRef2vaCheckpoint, RunsOnTransformerRefAndGoesBackForT2va) {
   if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
   testing::TempDir dir("ref2va_ckpt_run");
-  assemble_model(dir.path / "distinct", true, true);
-  assemble_model(dir.path / "same", true, false);
+  testing::assemble_tiny_checkpoint(dir.path / "distinct", testing::TinyRefPartition::kDistinct);
+  testing::assemble_tiny_checkpoint(dir.path / "same", testing::TinyRefPartition::kSame);
   std::unique_ptr<Engine> distinct = open_engine(dir.path / "distinct");
   std::unique_ptr<Engine> same = open_engine(dir.path / "same");
   ASSERT_TRUE(distinct && same);
@@ -159,7 +140,7 @@ TEST(EngineRef2vaCheckpoint, RefusedWithoutTransformerRefOrWithAFeaturesFile) {
   if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
   testing::TempDir dir("ref2va_ckpt_refused");
   const fs::path root = dir.path / "model";
-  assemble_model(root, false, false);
+  testing::assemble_tiny_checkpoint(root);
   const GenerateRequest r = request(full_references());
   const Status s = Engine::check_conditioning(ModelSource{.dir = root.string()}, r);
   EXPECT_EQ(s.code(), ErrorCode::kNotFound);

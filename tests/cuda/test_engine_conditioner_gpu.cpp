@@ -3,20 +3,26 @@
 // (fp32) on the tiny Qwen3-VL of tests/data/h3_fl2va_prompt, layer 2:
 //   fl2va  two 96x128 keyframes (the fl2va prompt golden's), 2 x 12 vision tokens;
 //   ref2va an image, a 26-frame video in 2 temporal blocks, an audio label and a second image;
-//   and a streamed layer (the plan's placement) gives the same result as every layer resident.
+//   and a streamed layer (the plan's placement) gives the same result as every layer resident;
+//   the engine on the GPU (tests/support/tiny_checkpoint.h, fl2va with --prompt): its plan carries the
+//   presentation, Engine::conditioning is within the band of the CPU engine's, and the run gives frames.
 // Bound: rel L2 <= 2e-2, the bf16 band the tiny GPU presentation test (test_qwen3vl_presentation_gpu)
 // holds the GPU tower + stack to against the CPU. Prints ENGINE_CONDITIONER lines with the distances.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "backends/cuda/device.h"
+#include "engine/engine.h"
 #include "engine/gpu_backend.h"
 #include "pipeline/fl2va_prompt.h"
 #include "pipeline/ref2va_prompt.h"
 #include "support/compare.h"
 #include "support/golden.h"
 #include "support/paths.h"
+#include "support/temp_dir.h"
+#include "support/tiny_checkpoint.h"
 #include "weights/checkpoint.h"
 
 namespace orochi::engine {
@@ -117,6 +123,44 @@ TEST(EngineConditionerGpu, Ref2vaPresentationMatchesTheCpu) {
   ASSERT_TRUE(inputs.has_value()) << inputs.status().to_string();
   ASSERT_EQ(inputs->videos.grids.size(), 1u);
   expect_gpu_matches_cpu("ref2va", *inputs);
+}
+
+TEST(EngineConditionerGpu, Fl2vaOnATinyCheckpointRunsOnTheGpu) {
+  if (!cuda::list_devices()) GTEST_SKIP() << "no GPU";
+  if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
+  testing::TempDir dir("fl2va_ckpt_gpu");
+  const std::filesystem::path root = dir.path / "model";
+  testing::assemble_tiny_checkpoint(root);
+  GenerateRequest r;
+  r.prompt = "A red kite climbs over the dunes.";
+  r.text_layer = testing::kTinyTextLayer;
+  r.width = 128;
+  r.height = 96;
+  r.frames = 124;
+  r.steps = 2;
+  r.references = {{ReferenceInput::Kind::kFirstFrame, testing::test_data_dir() + "/h3_fl2va/first.png"},
+                  {ReferenceInput::Kind::kLastFrame, testing::test_data_dir() + "/h3_fl2va/last.png"}};
+  Expected<std::unique_ptr<Engine>> cpu = Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cpu"});
+  Expected<std::unique_ptr<Engine>> gpu =
+      Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cuda:0"});
+  ASSERT_TRUE(cpu.has_value() && gpu.has_value()) << gpu.status().to_string();
+  Expected<RunPlan> cpu_plan = (*cpu)->plan(r);
+  Expected<RunPlan> gpu_plan = (*gpu)->plan(r);
+  ASSERT_TRUE(cpu_plan.has_value() && gpu_plan.has_value()) << gpu_plan.status().to_string();
+  ASSERT_TRUE(gpu_plan->conditioner.has_value());
+  EXPECT_EQ(gpu_plan->request.text_rows, cpu_plan->request.text_rows);
+  Expected<Tensor> a = (*gpu)->conditioning(*gpu_plan);
+  Expected<Tensor> b = (*cpu)->conditioning(*cpu_plan);
+  ASSERT_TRUE(a.has_value() && b.has_value()) << a.status().to_string();
+  const testing::Comparison cmp = testing::compare(*a, *b);
+  std::printf("ENGINE_CONDITIONER engine fl2va: GPU engine vs CPU engine features %s\n", cmp.summary().c_str());
+  EXPECT_TRUE(cmp.same_nonfinite && cmp.rel_l2 <= kBf16Band) << cmp.summary();
+  Expected<RunResult> run = (*gpu)->run(*gpu_plan);
+  ASSERT_TRUE(run.has_value()) << run.status().to_string();
+  EXPECT_EQ(run->result.frames.shape(), (Shape{124, 3, 96, 128}));
+  for (int64_t i = 0; i < run->result.frames.numel(); ++i) ASSERT_TRUE(std::isfinite(run->result.frames.data<float>()[i]));
+  std::printf("ENGINE_CONDITIONER engine fl2va: GPU run text %.3f s, e2e frames %lld\n", run->report.text_s,
+              static_cast<long long>(run->result.frames.dim(0)));
 }
 
 }  // namespace
