@@ -49,7 +49,7 @@ struct EngineOptions {
   int comm_timeout_s = 60;        // deadline of every GPU-to-GPU exchange
   RunSwitches switches;
   // The denoiser's linears (--precision). The planner counts each precision's bytes (orochi plan);
-  // a run takes bf16 only until the quantized forward is built (open() refuses the others).
+  // fp8 / int8 run on one GPU (the GPU runner quantizes at load); open() refuses them on the CPU.
   Precision precision = Precision::kBf16;
   // Where the engine's one-line notes go (the plan's choices, streaming, the link it measured);
   // none: dropped.
