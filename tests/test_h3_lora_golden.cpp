@@ -2,7 +2,7 @@
 // every linear of the h3_tiny transformer (attention, MLP, AdaLN, final AdaLN, refiner, embedders and
 // heads; ranks 1..8, alphas != rank) written in the four published formats; our reader + merge and our
 // unmerged adapters (PEFT's semantics) each give PEFT's forward at rel L2 <= 1e-5; two LoRAs with
-// strengths likewise.
+// strengths likewise; a file of full-rank .diff / .diff_b deltas likewise.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,6 +119,17 @@ TEST(H3LoraGolden, TwoLorasWithStrengthsEqualPeftsWeightedAdapters) {
   ASSERT_TRUE(h3::merge_lora(w, first, 0.75f).is_ok());
   ASSERT_TRUE(h3::attach_lora(w, second, -0.5f).is_ok());
   expect_matches(run(w), "out2", "first merged, second unmerged");
+}
+
+// ComfyUI's full-rank deltas for all 64 parameters (linear weights and biases, norms; fused qkv in
+// thirds, fc1 as [gate; value]) at strength 0.6 against diffusers' weights + 0.6 x the deltas as its
+// single-file converter renames and unfolds them.
+TEST(H3LoraGolden, FullRankDiffsEqualDiffusersWeightsPlusTheDeltas) {
+  const h3::H3Lora diff = read("lora_diff.safetensors");
+  EXPECT_TRUE(diff.deltas.empty());
+  EXPECT_EQ(diff.full.size(), 64u + 2u * 5u);  // each of 5 fused qkv deltas becomes 3
+  for (const Path path : {Path::kMerged, Path::kUnmerged})
+    expect_matches(run(with_loras({{diff, 0.6f}}, path)), "out3", path == Path::kMerged ? ".diff merged" : ".diff attached");
 }
 
 TEST(H3LoraGolden, UnmergedLeavesTheWeightsAndStrengthZeroAddsNothing) {

@@ -23,11 +23,16 @@ Writes into --out:
                               alpha / rank scale folded into A, in f32)
   lora_kohya.safetensors      musubi-tuner / kohya: `lora_unet_blocks_0_attn_qkv_proj.lora_down.weight` /
                               `lora_up.weight` / `.alpha`, qkv B in thirds, fc1 swapped, stored in bf16 (exact)
+  lora_diff.safetensors       full-rank deltas in ComfyUI's convention for every parameter (weights, biases, norms):
+                              original names under `diffusion_model.`, MODULE.diff / MODULE.diff_b, fused qkv in
+                              thirds, fc1 as [gate; value], bf16 (exact); applied at strength STRENGTH_DIFF to the
+                              diffusers weights through diffusers' own single-file converter (qkv_layout "stacked")
   lora_second.safetensors     a second LoRA (fewer targets, ranks 2/3) in the original format without `.alpha`
                               tensors, its network alpha in `__metadata__["alpha"]` (lightx2v's convention)
   golden.safetensors          the inputs (those of h3_tiny), out.base.* (no LoRA), out.video / out.audio (the first
                               LoRA at strength 1), out2.video / out2.audio (both LoRAs, `set_adapters` weights
-                              STRENGTH_1 / STRENGTH_2)
+                              STRENGTH_1 / STRENGTH_2), out3.video / out3.audio (the base model + STRENGTH_DIFF x
+                              lora_diff's deltas: weight += strength * diff, bias += strength * diff_b)
 
 Every file except DiffSynth's is read back through diffusers' own MiniMax-H3 loader (`lora_state_dict`, whose
 converter handles the original, musubi and network-alpha conventions) into a fresh model, whose forward must equal
@@ -47,6 +52,7 @@ import torch
 import diffusers
 import peft
 from diffusers import MiniMaxH3Transformer3DModel
+from diffusers.loaders.single_file_utils import convert_minimax_h3_transformer_checkpoint_to_diffusers
 from diffusers.loaders.lora_pipeline import MiniMaxH3LoraLoaderMixin
 from peft import LoraConfig
 from peft.utils import get_peft_model_state_dict
@@ -58,6 +64,7 @@ import make_h3_tiny  # noqa: E402  (the tiny config, its inputs and forward call
 
 SEED = 20261202
 STRENGTH_1, STRENGTH_2 = 0.75, -0.5
+STRENGTH_DIFF = 0.6
 
 TARGETS = ["to_q", "to_k", "to_v", "to_out.0", "ff.net.0.proj", "ff.net.2", "adaln_proj.linear", "norm_out.linear",
            "proj_in", "audio_proj_in", "context_embedder", "time_embedder.linear_1", "time_embedder.linear_2",
@@ -152,6 +159,26 @@ def original_modules(lora: dict, heads: int, head_dim: int, interleave: bool) ->
         else:
             out[base + BLOCK_RENAMES[rest]] = (A, B, alpha)
     return out
+
+
+def diff_golden(tiny: Path, cfg: dict, inp, out: Path, gen: torch.Generator):
+    """A .diff / .diff_b delta for every parameter in the original names; the forward of the base weights plus
+    STRENGTH_DIFF times the deltas, renamed and unfolded by diffusers' single-file converter."""
+    base = {k: v.clone() for k, v in base_model(tiny).state_dict().items()}
+    original = make_h3_tiny.diffusers_to_original(base, cfg)
+    deltas = {k: (0.05 * torch.randn(v.shape, generator=gen)).to(torch.bfloat16).float()
+              for k, v in sorted(original.items()) if k.endswith((".weight", ".bias"))}
+    converted = convert_minimax_h3_transformer_checkpoint_to_diffusers(dict(deltas), config=cfg, qkv_layout="stacked")
+    assert set(converted) == set(base), sorted(set(converted) ^ set(base))
+    # "stacked": the [q_all; k_all; v_all] rows of ComfyUI's single files, the order our .diff reading takes.
+    model = MiniMaxH3Transformer3DModel(**make_h3_tiny.CONFIG).eval()
+    model.load_state_dict({k: base[k] + STRENGTH_DIFF * converted[k] for k in base}, strict=True)
+    tensors = {}
+    for k, v in deltas.items():
+        module, leaf = k.rsplit(".", 1)
+        tensors[f"diffusion_model.{module}." + ("diff" if leaf == "weight" else "diff_b")] = v.to(torch.bfloat16)
+    write(out / "lora_diff.safetensors", tensors, {"format": "pt"})
+    return forward(model, inp), len(deltas)
 
 
 def write(path: Path, tensors: dict, metadata: dict) -> None:
@@ -279,11 +306,14 @@ def main():
             assert torch.equal(thirds, orig["diffusion_model." + key.replace(".default.", ".")]), key
     assert len(ds) == 2 * len(original)
 
-    golden = {**inp, "out.base.video": base_video, "out.base.audio": base_audio, "out.video": video, "out.audio": audio,
+    (video3, audio3), n_diffs = diff_golden(args.tiny, cfg, inp, out, torch.Generator().manual_seed(SEED + 2))
+    assert rel_l2(video3, base_video) > 0.01, rel_l2(video3, base_video)
+
+    golden = {**inp, "out3.video": video3, "out3.audio": audio3, "out.base.video": base_video, "out.base.audio": base_audio, "out.video": video, "out.audio": audio,
               "out2.video": video2, "out2.audio": audio2}
     meta = {
         "torch_version": torch.__version__, "diffusers_version": diffusers.__version__, "peft_version": peft.__version__,
-        "seed": str(SEED), "strengths": json.dumps([STRENGTH_1, STRENGTH_2]),
+        "seed": str(SEED), "strengths": json.dumps([STRENGTH_1, STRENGTH_2]), "strength_diff": str(STRENGTH_DIFF),
         "first": json.dumps({k: v for k, v in FIRST.items()}, sort_keys=True),
         "second": json.dumps({k: v for k, v in SECOND.items()}, sort_keys=True),
         "modules": json.dumps({m: [r, a] for m, (_, _, a, r) in sorted(first.items())}),
@@ -291,7 +321,8 @@ def main():
     save_golden(out / "golden.safetensors", {k: v.contiguous() for k, v in golden.items()}, meta)
     print(f"first LoRA: {len(first)} modules, ranks {sorted({r for *_, r in first.values()})}; "
           f"second: {len(second)} modules")
-    print(f"rel L2 to the base output: first {rel_l2(video, base_video):.3f}, both {rel_l2(video2, base_video):.3f}")
+    print(f"rel L2 to the base output: first {rel_l2(video, base_video):.3f}, both {rel_l2(video2, base_video):.3f}, "
+          f"{n_diffs} full-rank deltas {rel_l2(video3, base_video):.3f}")
     print_sizes(out)
 
 
