@@ -414,7 +414,7 @@ TEST(H3Lora, FullRankDiffsAddStrengthTimesTheDelta) {
   expect_refused({{m + "blocks.0.attn.qkv_proj.diff_b", random_tensor({3 * inner}, rng)}},
                  "'diffusion_model.blocks.0.attn.qkv_proj.diff_b' is a bias delta, but transformer_blocks.0.attn.to_q has no bias");
   expect_refused({{m + "blocks.0.attn.nonexistent.diff", qd}}, "'diffusion_model.blocks.0.attn.nonexistent.diff'");
-  expect_refused({{m + "final_layer.norm.diff", Tensor::empty({2, 3, 4}, DType::kF32)}}, "'diffusion_model.final_layer.norm.diff' has shape");
+  expect_refused({{m + "final_layer.norm.diff", Tensor::zeros({2, 3, 4}, DType::kF32)}}, "'diffusion_model.final_layer.norm.diff' has shape");
   expect_refused({{m + "final_layer.norm.diff", normd}, {"transformer.norm_out.norm.diff", normd}}, "both target norm_out.norm.weight");
   expect_refused({{m + "blocks.0.norm1.lora_A.weight", a}, {m + "blocks.0.norm1.lora_B.weight", random_tensor({H, 2}, rng)}},
                  "matches no linear layer");
