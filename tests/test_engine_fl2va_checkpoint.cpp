@@ -3,7 +3,10 @@
 // The plan presents the keyframes to the conditioner (engine/presentation_plan.h): its text rows
 // are the presentation's, tagged 0 on the vision blocks in the packed layout; the run's features
 // (Engine::conditioning) are pipeline::encode_fl2va_prompt_cpu's bit for bit, and the run produces
-// frames and sound. A --text-features file is refused for fl2va here.
+// frames and sound. A --text-features file is refused for fl2va here. And the whole request against
+// diffusers 0.42.1's pipeline with its text-encoder step (tests/data/h3_fl2va_request, made by
+// scripts/golden/make_h3_fl2va_request.py: make_h3_fl2va.py's 64x64 request with the prompt): the
+// presentation's ids and tags, the features, the packed tags, the decoded frames and sound, rel L2 1e-5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +14,10 @@
 #include <filesystem>
 
 #include "engine/engine.h"
+#include "weights/checkpoint.h"
 #include "pipeline/fl2va_prompt.h"
+#include "support/compare.h"
+#include "support/golden.h"
 #include "support/paths.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
@@ -103,6 +109,69 @@ TEST(EngineFl2vaCheckpoint, PresentsTheKeyframesToTheConditionerAndRuns) {
   for (const int64_t tag : one->conditioner->presentation.dit_tags) one_vision_rows += tag == pipeline::kH3VideoTag;
   EXPECT_EQ(one_vision_rows, 12 + 2);
   EXPECT_LT(one->request.text_rows, L - (12 + 2));
+}
+
+double report(const char* what, const Tensor& ours, const Tensor& theirs) {
+  const testing::Comparison c = testing::compare(ours, theirs);
+  std::printf("fl2va request golden: %-24s %s\n", what, c.summary().c_str());
+  return c.rel_l2;
+}
+
+TEST(EngineFl2vaCheckpoint, WholeRequestMatchesDiffusers) {
+  if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
+  Expected<weights::Checkpoint> golden = weights::Checkpoint::open(data("h3_fl2va_request/golden.safetensors"));
+  ASSERT_TRUE(golden.has_value()) << golden.status().to_string();
+  testing::TempDir dir("fl2va_ckpt_golden");
+  const fs::path root = dir.path / "model";
+  testing::assemble_tiny_checkpoint(root);
+  Expected<std::unique_ptr<Engine>> engine = Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cpu"});
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  GenerateRequest r = fl2va_request();  // make_h3_fl2va.py's request: 64x64, 124 frames, 3 evaluations, its seed
+  r.width = 64;
+  r.height = 64;
+  r.steps = 3;
+  r.seed = 20261201;
+  Expected<RunPlan> plan = (*engine)->plan(r);
+  ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
+  const Tensor ids = testing::golden_tensor(*golden, "token_ids");
+  ASSERT_EQ(plan->prompt_ids.numel(), ids.numel());
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    ASSERT_EQ(plan->prompt_ids.data<int64_t>()[i], ids.data<int64_t>()[i]) << "token " << i;
+  const Tensor tags = testing::golden_tensor(*golden, "packed.token_tags");
+  ASSERT_EQ(plan->shape.t2va.layout.token_tags.numel(), tags.numel());
+  EXPECT_EQ(std::memcmp(plan->shape.t2va.layout.token_tags.data<int64_t>(), tags.data<int64_t>(), tags.nbytes()), 0);
+  Expected<Tensor> features = (*engine)->conditioning(*plan);
+  ASSERT_TRUE(features.has_value()) << features.status().to_string();
+  EXPECT_LE(report("prompt_embeds", *features, testing::golden_tensor(*golden, "prompt_embeds")), 1e-5);
+
+  Expected<RunResult> run = (*engine)->run(*plan);
+  ASSERT_TRUE(run.has_value()) << run.status().to_string();
+  const Tensor frames = run->result.frames.contiguous();  // [124, 3, 64, 64]
+  ASSERT_EQ(frames.shape(), (Shape{124, 3, 64, 64}));
+  Tensor means = Tensor::empty({124, 3}, DType::kF32);
+  for (int64_t i = 0; i < 124 * 3; ++i) {
+    double sum = 0;
+    for (int64_t j = 0; j < 64 * 64; ++j) sum += frames.data<float>()[i * 64 * 64 + j];
+    means.data<float>()[i] = static_cast<float>(sum / (64 * 64));
+  }
+  EXPECT_LE(report("decoded frame means", means, testing::golden_tensor(*golden, "decode.frames_mean")), 1e-5);
+  for (int64_t f : {0, 123}) {
+    const std::string name = "decode.frame." + std::to_string(f);
+    EXPECT_LE(report(name.c_str(), frames.slice(0, f, f + 1).contiguous().view({3, 64, 64}),
+                     testing::golden_tensor(*golden, name)), 1e-5);
+  }
+  const Tensor wave = run->result.waveform.contiguous();  // [2, 800 * 207]
+  ASSERT_EQ(wave.shape(), (Shape{2, 800 * 207}));
+  EXPECT_LE(report("waveform head", wave.slice(1, 0, 2048).contiguous(),
+                   testing::golden_tensor(*golden, "decode.audio_head")), 1e-5);
+  Tensor per_latent = Tensor::empty({2, 207}, DType::kF32);
+  for (int64_t i = 0; i < 2 * 207; ++i) {
+    double sum = 0;
+    for (int64_t j = 0; j < 800; ++j) sum += wave.data<float>()[i * 800 + j];
+    per_latent.data<float>()[i] = static_cast<float>(sum / 800);
+  }
+  EXPECT_LE(report("waveform means per latent", per_latent,
+                   testing::golden_tensor(*golden, "decode.audio_mean_per_latent")), 1e-5);
 }
 
 TEST(EngineFl2vaCheckpoint, TakesAPromptNotAFeaturesFile) {
