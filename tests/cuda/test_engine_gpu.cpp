@@ -14,21 +14,31 @@
 namespace orochi::engine {
 namespace {
 
-TEST(EngineGpu, TheSecondRequestLoadsNothing) {
-  if (gpu_backend().device_count() == 0) GTEST_SKIP() << "no GPU";
+// The released shapes with random weights on GPU 0 (made at the first run, not here).
+Expected<std::unique_ptr<Engine>> open_random_engine() {
   ModelSource source;
   source.random_weights = true;
   EngineOptions options;
   options.device = "cuda:0";
-  Expected<std::unique_ptr<Engine>> engine = Engine::open(source, options);
-  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  return Engine::open(source, options);
+}
+
+// A short 480p clip: enough to run every stage, quick at the real shapes.
+GenerateRequest short_request(int64_t steps, uint64_t seed) {
   GenerateRequest request;
   request.width = 832;
   request.height = 480;
   request.frames = 22;
-  request.steps = 2;
-  request.seed = 5;
-  Expected<RunPlan> plan = (*engine)->plan(request);
+  request.steps = steps;
+  request.seed = seed;
+  return request;
+}
+
+TEST(EngineGpu, TheSecondRequestLoadsNothing) {
+  if (gpu_backend().device_count() == 0) GTEST_SKIP() << "no GPU";
+  Expected<std::unique_ptr<Engine>> engine = open_random_engine();
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  Expected<RunPlan> plan = (*engine)->plan(short_request(2, 5));
   ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
   ASSERT_TRUE(plan->memory.has_value());
   EXPECT_TRUE(plan->keep_denoiser_weights);  // an H200 holds the denoiser and the decode together
@@ -59,18 +69,9 @@ TEST(EngineGpu, TheSecondRequestLoadsNothing) {
 
 TEST(EngineGpu, ACancelledRequestKeepsTheModelLoaded) {
   if (gpu_backend().device_count() == 0) GTEST_SKIP() << "no GPU";
-  ModelSource source;
-  source.random_weights = true;
-  EngineOptions options;
-  options.device = "cuda:0";
-  Expected<std::unique_ptr<Engine>> engine = Engine::open(source, options);
+  Expected<std::unique_ptr<Engine>> engine = open_random_engine();
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
-  GenerateRequest request;
-  request.width = 832;
-  request.height = 480;
-  request.frames = 22;
-  request.steps = 3;
-  request.seed = 9;
+  const GenerateRequest request = short_request(3, 9);
   Expected<RunPlan> plan = (*engine)->plan(request);
   ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
   ASSERT_TRUE(plan->keep_denoiser_weights);
@@ -92,7 +93,7 @@ TEST(EngineGpu, ACancelledRequestKeepsTheModelLoaded) {
   EXPECT_LT(next->report.load_s, 0.01) << "the cancel dropped the model";
   // The same frames as an uncancelled request on a fresh engine.
   engine->reset();  // one model at a time on the GPU
-  Expected<std::unique_ptr<Engine>> fresh = Engine::open(source, options);
+  Expected<std::unique_ptr<Engine>> fresh = open_random_engine();
   ASSERT_TRUE(fresh.has_value()) << fresh.status().to_string();
   Expected<RunPlan> fresh_plan = (*fresh)->plan(request);
   ASSERT_TRUE(fresh_plan.has_value()) << fresh_plan.status().to_string();
