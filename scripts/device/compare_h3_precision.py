@@ -49,6 +49,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", required=True, help="what the lines say the dumps are (e.g. 480p, or 480p/10 layers)")
     ap.add_argument("--bf16", required=True, help="the bf16 dump, the reference")
+    ap.add_argument("--ref-name", default="bf16", help="what the reference is called in the lines")
     ap.add_argument("dumps", nargs="+", help="the fp8 / int8 dumps (named *_fp8.* / *_int8.*)")
     args = ap.parse_args()
     ref = read_safetensors(args.bf16)
@@ -59,15 +60,15 @@ def main() -> int:
         # Same request: the inputs must be identical, or the comparison means nothing.
         for key in ("video_in", "audio_in", "text_in", "timesteps", "positions"):
             if not np.array_equal(got[key], ref[key]):
-                print(f"PRECISION_ACC {args.label} {name}: FAIL, {key} differs from the bf16 run's request")
+                print(f"PRECISION_ACC {args.label} {name}: FAIL, {key} differs from the {args.ref_name} run's request")
                 status = 1
-        row = {"label": args.label, "precision": name}
+        row = {"label": args.label, "precision": name, "reference": args.ref_name}
         for out in ("video_out", "audio_out"):
             finite = bool(np.isfinite(got[out]).all())
             row[out] = {"rel_l2": rel_l2(got[out], ref[out]), "cosine": cosine(got[out], ref[out]), "finite": finite}
             status |= 0 if finite else 1
         v, a = row["video_out"], row["audio_out"]
-        print(f"PRECISION_ACC {args.label:<16} {name:<5} vs bf16: video rel_l2={v['rel_l2']:.3e} cos={v['cosine']:.6f} | "
+        print(f"PRECISION_ACC {args.label:<16} {name:<5} vs {args.ref_name}: video rel_l2={v['rel_l2']:.3e} cos={v['cosine']:.6f} | "
               f"audio rel_l2={a['rel_l2']:.3e} cos={a['cosine']:.6f}{'' if v['finite'] and a['finite'] else ' NONFINITE'}")
         with open(os.path.join(os.environ.get("OUT", "/tmp/out"), "compare_h3_precision.jsonl"), "a") as f:
             f.write(json.dumps(row) + "\n")

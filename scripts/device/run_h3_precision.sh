@@ -9,7 +9,7 @@
 #     layers, so the profile shows how the quantization error grows block by block.
 # bf16's own distance (to diffusers bf16 on the same weights: 8.3e-3 at 480p, bench/RESULTS.md) is
 # compare_h3_full.sh's; no f32 reference of the full model fits one GPU.
-# Marked lines: PRECISION_TIME, PRECISION_ACC (and the tests' H3_PRECISION / [cuda-op] lines); full
+# Marked lines: PRECISION_TIME, PRECISION_ACC, PRECISION_STREAM (and the tests' H3_PRECISION / [cuda-op] lines); full
 # logs and the bench JSON lines in $OUT. About 4-5 minutes on one H200 (WARMUP=1 ITERS=3 by default).
 # Usage (device run, carry .pack): bash scripts/device/run_h3_precision.sh [480p] [768p]
 set -uo pipefail
@@ -71,6 +71,16 @@ for layers in ${DEPTHS-1 10 25}; do
   python3 scripts/device/compare_h3_precision.py --label "480p/$layers layers" --bf16 "$DUMP_DIR/480p_L${layers}_bf16.safetensors" \
     "$DUMP_DIR/480p_L${layers}_fp8.safetensors" "$DUMP_DIR/480p_L${layers}_int8.safetensors" || status=1
 done
+
+# Optional (CAP_GIB=24, about 40 s more): fp8 at 768p with only the blocks a CAP_GIB GPU holds
+# resident, the rest streamed from pinned host RAM, against the resident fp8 run above.
+if [ -n "${CAP_GIB:-}" ]; then
+  bench 768p_cap fp8 --res 768p --vram-per-gpu "$CAP_GIB" --warmup "${WARMUP:-1}" --iters "${ITERS:-3}"
+  c=$(median 768p_cap fp8) f=$(median 768p fp8)
+  echo "PRECISION_STREAM 768p fp8 capped at $CAP_GIB GiB: ${c} s vs resident ${f} s (x$(ratio "$c" "$f"))"
+  python3 scripts/device/compare_h3_precision.py --label "768p capped" --ref-name "resident fp8" --bf16 "$DUMP_DIR/768p_fp8.safetensors" \
+    "$DUMP_DIR/768p_cap_fp8.safetensors" || status=1
+fi
 
 tar czf "$OUT/h3_precision_logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"
 exit $status

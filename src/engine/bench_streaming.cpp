@@ -11,7 +11,8 @@ int StreamingChoice::count() const {
 }
 
 Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
-                                         int64_t text_rows, double vram_gib, const std::string& tier, int slots) {
+                                         int64_t text_rows, double vram_gib, const std::string& tier, int slots,
+                                         Precision precision) {
   if (tier != "host" && tier != "peer") return invalid_argument("--tier must be host or peer, got '" + tier + "'");
   if (slots < 1 || slots > 8) return invalid_argument("--slots must be in [1, 8]");
   if (vram_gib <= 0) return invalid_argument("--vram-per-gpu must be a positive number of GiB");
@@ -19,6 +20,7 @@ Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::
   OROCHI_ASSIGN_OR_RETURN(in.models, planner::load_model_configs("h3"));
   in.models.transformer = config;
   in.models.text_layers = 0;  // the bench runs the denoiser alone
+  in.precision = precision;
   planner::PlanRequest base;
   base.frames = frames;
   base.text_rows = text_rows;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "models/h3/config.h"
 
@@ -21,8 +22,10 @@ struct StreamingChoice {
   int count() const;
 };
 
-// `canvas` is "WxH"; `text_rows` and `frames` as the bench request.
+// `canvas` is "WxH"; `text_rows` and `frames` as the bench request; `precision` the blocks' linears
+// (fp8 / int8 blocks take about half the bytes, so fewer stream).
 Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
-                                         int64_t text_rows, double vram_gib, const std::string& tier, int slots);
+                                         int64_t text_rows, double vram_gib, const std::string& tier, int slots,
+                                         Precision precision = Precision::kBf16);
 
 }  // namespace orochi::engine
