@@ -455,7 +455,9 @@ TEST(H3Lora, DemoRunWithLoraChangesTheVideoAndStrengthZeroDoesNot) {
   std::mt19937_64 rng(31);
   const std::string diff = write(dir, "diff.safetensors", {{"diffusion_model.blocks.0.mlp.fc2.diff",
                                                               random_tensor({c.hidden_size, c.ffn_dim}, rng)}});
-  EXPECT_FALSE(same_bytes(plain, demo_frames({{diff, 1.0f}})));
+  nlohmann::json diff_report;
+  EXPECT_FALSE(same_bytes(plain, demo_frames({{diff, 1.0f}}, &diff_report)));
+  EXPECT_EQ(diff_report["loras"][0]["parameters"], 1);
 
   engine::ModelSource bad;
   bad.loras = {{dir.file("missing.safetensors"), 1.0f}};

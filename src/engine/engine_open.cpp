@@ -294,14 +294,15 @@ Status Engine::merge_loras(h3::LoraPartition partition) {
                             "use a model folder or the demo model");
   for (const LoraSource& l : source_.loras) {
     OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::read_lora(l.path, models_.transformer.config, partition));
+    const size_t changed = h3::changed_parameters(lora);  // pairs and full-rank deltas
     const auto t0 = Clock::now();
     OROCHI_RETURN_IF_ERROR(h3::merge_lora(models_.transformer, lora, l.strength));
     loras_.push_back({{"file", l.path},
                       {"strength", l.strength},
                       {"format", h3::lora_format_name(lora.format)},
-                      {"parameters", lora.deltas.size()},
+                      {"parameters", changed},
                       {"merge_s", seconds_since(t0)}});
-    note("LoRA " + l.path + " (" + h3::lora_format_name(lora.format) + ", " + std::to_string(lora.deltas.size()) +
+    note("LoRA " + l.path + " (" + h3::lora_format_name(lora.format) + ", " + std::to_string(changed) +
          " parameters) merged at strength " + std::to_string(l.strength));
   }
   return Status::ok();

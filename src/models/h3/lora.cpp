@@ -208,6 +208,13 @@ Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
   return out;
 }
 
+size_t changed_parameters(const H3Lora& lora) {
+  std::set<std::string> params;
+  for (const LoraDelta& d : lora.deltas) params.insert(d.param);
+  for (const FullDelta& d : lora.full) params.insert(d.param);
+  return params.size();
+}
+
 Expected<H3Lora> read_lora(const std::string& path, const H3Config& config, LoraPartition partition) {
   OROCHI_ASSIGN_OR_RETURN(weights::LoraFile file, weights::read_lora_file(path));
   return map_lora(file, config, partition);

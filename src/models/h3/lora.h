@@ -62,6 +62,9 @@ struct H3Lora {
 // deltas) targeting one parameter.
 Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
                           LoraPartition partition = LoraPartition::kTransformer);
+// How many parameters `lora` changes (low-rank pairs and full-rank deltas, each parameter once).
+size_t changed_parameters(const H3Lora& lora);
+
 // read_lora_file + map_lora.
 Expected<H3Lora> read_lora(const std::string& path, const H3Config& config,
                            LoraPartition partition = LoraPartition::kTransformer);
