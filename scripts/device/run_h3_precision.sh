@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the device machine, one H200 (issue 25): the quantized denoiser forward in one call.
 #  1. GPU tests: test_h3_gpu_precision (narrow model: fp8 / int8 vs bf16 GPU vs CPU f32, streamed
-#     fp8 blocks) and test_cuda_gemm_quantized (the GEMMs, chunked accumulators).
+#     fp8 blocks), test_engine_gpu_precision (the demo model through the engine in fp8 / int8 vs
+#     bf16: frames and waveform PSNR) and test_cuda_gemm_quantized (the GEMMs, chunked accumulators).
 #  2. Per resolution (default 480p 768p): `orochi bench dit --random-weights` at --precision bf16,
 #     fp8 and int8 on the same weights and request (seed), median forward time of each, then rel L2
 #     and cosine of the fp8 / int8 outputs against the bf16 output (compare_h3_precision.py).
@@ -20,13 +21,16 @@ mkdir -p "$DUMP_DIR" "$OUT/logs"
 nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader
 status=0
 
-for t in test_h3_gpu_precision test_cuda_gemm_quantized; do
+# The GEMM test's new case and its odd shapes (its H3-shape cases ran with bench_fp8_gemm.sh).
+for t in test_h3_gpu_precision test_engine_gpu_precision test_cuda_gemm_quantized; do
   start=$SECONDS
-  timeout 240 "gpu-dist/$t" > "$OUT/logs/$t.log" 2>&1
+  filter='*'
+  [ "$t" = test_cuda_gemm_quantized ] && filter='CudaGemmQuantized.AGivenAccumulator*:CudaGemmQuantized.OddShapes'
+  timeout 240 "gpu-dist/$t" --gtest_filter="$filter" > "$OUT/logs/$t.log" 2>&1
   code=$?
   [ $code -eq 0 ] || status=1
   echo "$t: exit $code, $(grep -cE '^\[  FAILED' "$OUT/logs/$t.log") failed, $((SECONDS - start)) s"
-  grep -hE "^H3_PRECISION|Failure|FAILED  \]" "$OUT/logs/$t.log" | head -40
+  grep -hE "^H3_PRECISION|^\[engine-gpu\]|Failure|FAILED  \]" "$OUT/logs/$t.log" | head -40
 done
 
 # One bench dit run: JSON line to $OUT/precision_bench.jsonl, its dump to $DUMP_DIR/<tag>_<precision>.
