@@ -10,7 +10,7 @@
 #     layers, so the profile shows how the quantization error grows block by block.
 # bf16's own distance (to diffusers bf16 on the same weights: 8.3e-3 at 480p, bench/RESULTS.md) is
 # compare_h3_full.sh's; no f32 reference of the full model fits one GPU.
-# Marked lines: PRECISION_TIME, PRECISION_ACC, PRECISION_STREAM (and the tests' H3_PRECISION / [cuda-op] lines); full
+# Marked lines: PRECISION_TIME, PRECISION_MEM, PRECISION_ACC, PRECISION_STREAM (and the tests' H3_PRECISION / [cuda-op] lines); full
 # logs and the bench JSON lines in $OUT. About 4-5 minutes on one H200 (WARMUP=1 ITERS=3 by default).
 # Usage (device run, carry .pack): bash scripts/device/run_h3_precision.sh [480p] [768p]
 set -uo pipefail
@@ -54,6 +54,11 @@ median() {  # tag precision -> forward_s_median
     "$OUT/logs/bench_$1_$2.json" 2>/dev/null || echo "n/a"
 }
 
+memory() {  # tag precision -> "weights W GiB, request R GiB, GPU used U GiB"
+  python3 -c 'import json,sys; j = json.load(open(sys.argv[1])); print("weights %.2f GiB, request %.2f GiB, GPU used %.2f GiB" % (j["weights_gib"], j["request_gib"], j["gpu_used_gib"]))' \
+    "$OUT/logs/bench_$1_$2.json" 2>/dev/null || echo "n/a"
+}
+
 ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print('%.3f' % (float(a) / float(b)))" "$1" "$2" 2>/dev/null || echo n/a; }
 
 resolutions=("$@")
@@ -64,6 +69,7 @@ for res in "${resolutions[@]}"; do
   done
   b=$(median "$res" bf16) f=$(median "$res" fp8) i=$(median "$res" int8)
   echo "PRECISION_TIME $res 50 layers: bf16 ${b} s, fp8 ${f} s (x$(ratio "$f" "$b")), int8 ${i} s (x$(ratio "$i" "$b"))"
+  for p in bf16 fp8 int8; do echo "PRECISION_MEM $res $p: $(memory "$res" "$p")"; done
   python3 scripts/device/compare_h3_precision.py --label "$res/50 layers" --bf16 "$DUMP_DIR/${res}_bf16.safetensors" \
     "$DUMP_DIR/${res}_fp8.safetensors" "$DUMP_DIR/${res}_int8.safetensors" || status=1
 done
