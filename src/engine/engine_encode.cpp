@@ -33,8 +33,15 @@ Expected<EncodedConditions> Engine::encode_conditions(const RunPlan& plan, const
     if (!components_.vae) return Status(ErrorCode::kInternal, plan.workflow + ": this engine has no video VAE encoder");
     OROCHI_ASSIGN_OR_RETURN(models_.video_encoder, pipeline::load_video_encoder(*components_.vae, models_));
   }
-  if (ref2va && !random && !models_.audio_encoder)
-    return Status(ErrorCode::kInternal, "ref2va: this engine has no audio VAE encoder");
+  if (ref2va && !random && !models_.audio_encoder) {  // likewise the audio VAE's encoder
+    if (!components_.audio_vae) return Status(ErrorCode::kInternal, "ref2va: this engine has no audio VAE encoder");
+    OROCHI_ASSIGN_OR_RETURN(h3_audio::AudioEncoderWeights audio, h3_audio::load_encoder(*components_.audio_vae));
+    if (audio.config.latent_channels != models_.audio_vae.config.latent_channels)
+      return unsupported(*components_.audio_vae + ": the audio encoder makes " +
+                         std::to_string(audio.config.latent_channels) + " latent channels, the decoder reads " +
+                         std::to_string(models_.audio_vae.config.latent_channels));
+    models_.audio_encoder = std::move(audio);
+  }
   if (random && !configs_) return Status(ErrorCode::kInternal, "random weights without the released configs");
 
   std::unique_ptr<pipeline::VideoEncoder> video;

@@ -8,7 +8,8 @@
 //     back); Y4M has no sound, so a video's soundtrack is the WAV beside it with the same name
 //     (clip.y4m + clip.wav), as a build without FFmpeg leaves its own video and sound.
 // media_in_unavailable.cpp sends probe_media and the readers here when FFmpeg is absent; with FFmpeg
-// these formats go through its libraries like any other.
+// these files go through its libraries like any other (PPM and WAV to the same values; a Y4M's
+// colours through swscale, and without the WAV beside it: FFmpeg's own reading of the file).
 #pragma once
 
 #include <string>
