@@ -10,7 +10,7 @@
 #     layers, so the profile shows how the quantization error grows block by block.
 # bf16's own distance (to diffusers bf16 on the same weights: 8.3e-3 at 480p, bench/RESULTS.md) is
 # compare_h3_full.sh's; no f32 reference of the full model fits one GPU.
-# Marked lines: PRECISION_TIME, PRECISION_MEM, PRECISION_ACC, PRECISION_STREAM (and the tests' H3_PRECISION / [cuda-op] lines); full
+# Marked lines: PRECISION_TIME, PRECISION_MEM, PRECISION_ACC, PRECISION_STREAM (and the tests' H3_PRECISION / [engine-gpu] lines); full
 # logs and the bench JSON lines in $OUT. About 4-5 minutes on one H200 (WARMUP=1 ITERS=3 by default).
 # Usage (device run, carry .pack): bash scripts/device/run_h3_precision.sh [480p] [768p]
 set -uo pipefail
