@@ -97,6 +97,11 @@ TEST(EngineFl2vaCheckpoint, PresentsTheKeyframesToTheConditionerAndRuns) {
   EXPECT_EQ(run->result.text_rows, L);
   EXPECT_EQ(run->report.workflow, "fl2va");
   EXPECT_GT(run->report.text_s, 0.0);
+  const nlohmann::json presentation = report_json(run->report)["plan"]["presentation"];
+  EXPECT_EQ(presentation["tokens"], L);
+  EXPECT_EQ(presentation["vision_rows"], vision_rows);
+  EXPECT_EQ(presentation["vision_patches"], 2 * 8 * 6);
+  EXPECT_EQ(presentation["images"], 2);
   for (int64_t i = 0; i < run->result.frames.numel(); ++i) ASSERT_TRUE(std::isfinite(run->result.frames.data<float>()[i]));
 
   // One keyframe: one "<Picture 1>: " block fewer in the presentation, and one keyframe's rows.

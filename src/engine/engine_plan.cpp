@@ -143,6 +143,14 @@ nlohmann::json RunPlan::summary_json() const {
                    {"text_rows", shape.text_rows},
                    {"keep_denoiser_weights", keep_denoiser_weights},
                    {"notes", notes}};
+  if (conditioner) {  // the presentation to Qwen3-VL: its tokens, the vision rows (tag 0), the tower's input
+    const std::vector<int64_t>& tags = conditioner->presentation.dit_tags;
+    j["presentation"] = {{"tokens", conditioner->size()},
+                         {"vision_rows", std::count(tags.begin(), tags.end(), pipeline::kH3VideoTag)},
+                         {"vision_patches", conditioner->vision_patches()},
+                         {"images", conditioner->images.grids.size()},
+                         {"videos", conditioner->videos.grids.size()}};
+  }
   if (memory) {  // its bytes per phase stand beside the measured ones (RunReport::gpu_memory)
     j["fits"] = memory->fits;
     j["streamed_denoiser_blocks"] = std::count(placement.streamed.begin(), placement.streamed.end(), true);
