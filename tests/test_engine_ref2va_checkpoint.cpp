@@ -107,10 +107,6 @@ TEST(EngineRef2vaCheckpoint, RunsOnTransformerRefAndGoesBackForT2va) {
   Expected<RunPlan> plan = distinct->plan(request(full_references()));
   ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
   Expected<RunResult> a = distinct->run(*plan);
-  // The checkpoint's audio VAE encoder is read by the engine's encode phase (Engine::encode_conditions,
-  // issue 28's work); until it is, a checkpoint's ref2va stops there, before the denoiser.
-  if (!a && a.status().message().find("no audio VAE encoder") != std::string::npos)
-    GTEST_SKIP() << "the checkpoint's audio VAE encoder is not loaded by the engine yet: " << a.status().to_string();
   ASSERT_TRUE(a.has_value()) << a.status().to_string();
   EXPECT_EQ(a->result.frames.shape(), (Shape{124, 3, 96, 128}));
   EXPECT_EQ(a->result.waveform.dim(0), 2);
