@@ -70,8 +70,12 @@ NamedTensors h3_named_tensors(const h3::H3Weights& w) {
   linear("proj_in", w.proj_in);
   linear("audio_proj_in", w.audio_proj_in);
   linear("context_embedder", w.context_embedder);
-  linear("time_embedder.linear_1", w.time_linear_1);
-  linear("time_embedder.linear_2", w.time_linear_2);
+  if (w.adaln_t_table.defined()) {
+    out["adaln_t_table"] = w.adaln_t_table;
+  } else {
+    linear("time_embedder.linear_1", w.time_linear_1);
+    linear("time_embedder.linear_2", w.time_linear_2);
+  }
   for (size_t i = 0; i < w.refiner.size(); ++i) block("token_refiner.refiner_blocks." + std::to_string(i) + ".", w.refiner[i]);
   out["token_refiner.final_norm.weight"] = w.refiner_final_norm;
   for (size_t i = 0; i < w.blocks.size(); ++i) block("transformer_blocks." + std::to_string(i) + ".", w.blocks[i]);

@@ -30,6 +30,9 @@ struct H3Config {
   int64_t freq_dim = 256;
   int64_t time_embed_hidden_dim = 5376;
   int64_t time_embed_dim = 2688;
+  // G of a pruned checkpoint's curve-form AdaLN table (adaln_curve.h), whose r is time_embed_dim;
+  // 0 (every config.json): the time MLP. Set from the table's shape, never from a config.
+  int64_t adaln_curve_points = 0;
   int64_t rope_freq_dim = 16;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;

@@ -232,8 +232,10 @@ std::vector<std::pair<std::string, LinearWeights*>> linear_layers(H3Weights& w) 
   add("proj_in", w.proj_in);
   add("audio_proj_in", w.audio_proj_in);
   add("context_embedder", w.context_embedder);
-  add("time_embedder.linear_1", w.time_linear_1);
-  add("time_embedder.linear_2", w.time_linear_2);
+  if (w.time_linear_1.weight.defined()) {  // not in the curve form
+    add("time_embedder.linear_1", w.time_linear_1);
+    add("time_embedder.linear_2", w.time_linear_2);
+  }
   auto block = [&](const std::string& p, BlockWeights& b) {
     add(p + "attn.to_q", b.attn.to_q);
     add(p + "attn.to_k", b.attn.to_k);

@@ -47,8 +47,12 @@ std::vector<ParamSpec> h3_parameters(const H3Config& c) {
   add_linear(out, "proj_in", c.video_patch_dim(), H, true);
   add_linear(out, "audio_proj_in", c.audio_in_channels, H, true);
   add_linear(out, "context_embedder", c.text_dim, H, true);
-  add_linear(out, "time_embedder.linear_1", c.freq_dim, c.time_embed_hidden_dim, true);
-  add_linear(out, "time_embedder.linear_2", c.time_embed_hidden_dim, c.time_embed_dim, true);
+  if (c.adaln_curve_points > 0) {
+    out.push_back({"adaln_t_table", {c.adaln_curve_points, c.time_embed_dim}});  // adaln_curve.h
+  } else {
+    add_linear(out, "time_embedder.linear_1", c.freq_dim, c.time_embed_hidden_dim, true);
+    add_linear(out, "time_embedder.linear_2", c.time_embed_hidden_dim, c.time_embed_dim, true);
+  }
   for (int64_t i = 0; i < c.num_refiner_layers; ++i)
     add_block_body(out, "token_refiner.refiner_blocks." + std::to_string(i) + ".", c);
   out.push_back({"token_refiner.final_norm.weight", {H}});
@@ -75,7 +79,7 @@ ParamGroup param_group_of(std::string_view n) {
 }
 
 bool is_f32_island(std::string_view name) {
-  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out."})
+  for (const char* p : {"proj_in.", "audio_proj_in.", "time_embedder.", "adaln_t_table", "proj_out.", "audio_proj_out."})
     if (name.starts_with(p)) return true;
   return false;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backends/cpu/ops.h"
+#include "models/h3/adaln_curve.h"
 #include "models/h3/block_forward.h"
 
 namespace orochi::h3 {
@@ -84,10 +85,16 @@ ModulationTables compute_modulation_tables(const H3Weights& w, const Tensor& tim
   ModulationTables m;
   m.timesteps = timesteps.contiguous();
   const int64_t n_t = m.timesteps.numel();
-  Tensor sinusoid = cpu::timestep_embedding(m.timesteps, static_cast<int>(c.freq_dim));  // [n_t, freq]
-  m.temb = apply_linear(cpu::silu(apply_linear(sinusoid, w.time_linear_1)), w.time_linear_2);
+  Tensor act;  // [n_t, time_embed_dim]: what every AdaLN projection reads
+  if (w.adaln_t_table.defined()) {
+    m.temb = adaln_curve_input(w.adaln_t_table, m.timesteps);  // the curve form has no SiLU
+    act = m.temb;
+  } else {
+    Tensor sinusoid = cpu::timestep_embedding(m.timesteps, static_cast<int>(c.freq_dim));  // [n_t, freq]
+    m.temb = apply_linear(cpu::silu(apply_linear(sinusoid, w.time_linear_1)), w.time_linear_2);
+    act = cpu::silu(m.temb);  // SiLU(temb)
+  }
   notify(observer, "temb", m.temb);
-  const Tensor act = cpu::silu(m.temb);  // every AdaLN projection reads SiLU(temb)
   for (size_t i = 0; i < w.blocks.size(); ++i) {
     // [n_t, 18H] viewed as [n_t * 3 modalities, 6H]
     m.blocks.push_back(apply_linear(act, w.blocks[i].adaln).view({n_t * kModalities, 6 * c.hidden_size}));

@@ -30,7 +30,7 @@ struct H3Inputs {
 // for every distinct t of its schedule and each forward only indexes them.
 struct ModulationTables {
   Tensor timesteps;           // f32 [n_t]
-  Tensor temb;                // f32 [n_t, time_embed_dim]
+  Tensor temb;                // f32 [n_t, time_embed_dim] (curve form: the table's lerp, no SiLU)
   std::vector<Tensor> blocks; // per block f32 [n_t * 3, 6H]: shift/scale/gate msa, shift/scale/gate mlp
   Tensor final;               // f32 [n_t, 2H]: shift | scale
 };

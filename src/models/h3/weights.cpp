@@ -6,6 +6,7 @@
 #include <random>
 
 #include "core/log.h"
+#include "models/h3/adaln_curve.h"
 #include "models/h3/checkpoint_layout.h"
 #include "weights/model_folder.h"
 #include "weights/parameter_collector.h"
@@ -49,8 +50,12 @@ Expected<H3Weights> assemble_weights(const H3Config& config, const ParamSource& 
   w.proj_in = c.linear("proj_in", true);
   w.audio_proj_in = c.linear("audio_proj_in", true);
   w.context_embedder = c.linear("context_embedder", true);
-  w.time_linear_1 = c.linear("time_embedder.linear_1", true);
-  w.time_linear_2 = c.linear("time_embedder.linear_2", true);
+  if (config.adaln_curve_points > 0) {
+    w.adaln_t_table = c.take("adaln_t_table");
+  } else {
+    w.time_linear_1 = c.linear("time_embedder.linear_1", true);
+    w.time_linear_2 = c.linear("time_embedder.linear_2", true);
+  }
   for (int64_t i = 0; i < config.num_refiner_layers; ++i)
     w.refiner.push_back(c.block("token_refiner.refiner_blocks." + std::to_string(i) + ".", false));
   w.refiner_final_norm = c.take("token_refiner.final_norm.weight");
@@ -87,14 +92,24 @@ Expected<std::pair<H3Config, std::string>> transformer_file_config(const std::st
     const fs::path beside = fs::path(path).parent_path() / "config.json";
     if (fs::is_regular_file(beside, ec)) from = beside.string();
   }
-  if (from.empty()) return std::make_pair(H3Config{}, std::string("the released MiniMax-H3 config"));
-  std::ifstream in(from);
-  if (!in) return not_found("transformer config " + from + " cannot be read");
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) return corrupt_file("transformer config " + from + " is not a JSON object");
-  Expected<H3Config> config = H3Config::from_json(json);
-  if (!config) return Status(config.status().code(), from + ": " + config.status().message());
-  return std::make_pair(*config, from);
+  H3Config config;
+  if (from.empty()) {
+    from = "the released MiniMax-H3 config";
+  } else {
+    std::ifstream in(from);
+    if (!in) return not_found("transformer config " + from + " cannot be read");
+    nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+    if (json.is_discarded() || !json.is_object()) return corrupt_file("transformer config " + from + " is not a JSON object");
+    Expected<H3Config> read = H3Config::from_json(json);
+    if (!read) return Status(read.status().code(), from + ": " + read.status().message());
+    config = *read;
+  }
+  // A pruned file's curve-form AdaLN is found by its table's key, and its G and r by the table's
+  // shape (headers only): no config states them.
+  OROCHI_ASSIGN_OR_RETURN(const weights::Checkpoint ckpt, weights::Checkpoint::open(path));
+  OROCHI_ASSIGN_OR_RETURN(const KeyLayout layout, detect_key_layout(ckpt));
+  if (has_adaln_curve(ckpt, layout)) OROCHI_RETURN_IF_ERROR(apply_adaln_curve(ckpt, layout, config));
+  return std::make_pair(config, from);
 }
 
 Expected<TransformerFile> load_transformer_file(const std::string& path, const TransformerFileOptions& options) {
@@ -125,6 +140,7 @@ Expected<TransformerFile> load_transformer_file(const std::string& path, const T
   TransformerFile out;
   out.config_from = config_and_from.second;
   out.layout = layout.describe() + how;
+  if (config.adaln_curve_points > 0) out.layout += "; " + describe_adaln_curve(config);
   log_debug("loading ", path, " (", out.layout, ", config from ", out.config_from, ")");
   OROCHI_ASSIGN_OR_RETURN(out.weights, assemble_weights(config, [&](const ParamSpec& spec) {
                             return read_parameter(ckpt, layout, spec, config, options.as_stored);

@@ -51,7 +51,8 @@ struct BlockWeights {
 struct H3Weights {
   H3Config config;
   LinearWeights proj_in, audio_proj_in, context_embedder;
-  LinearWeights time_linear_1, time_linear_2;
+  LinearWeights time_linear_1, time_linear_2;  // undefined in the curve form
+  Tensor adaln_t_table;  // [G, r]: the pruned curve-form AdaLN's table (adaln_curve.h), else undefined
   std::vector<BlockWeights> refiner;
   Tensor refiner_final_norm;
   std::vector<BlockWeights> blocks;
@@ -76,7 +77,8 @@ Expected<H3Weights> load_weights(const std::string& folder, bool as_stored = fal
 // order: `config_path` when given; a config.json beside the file; else the released MiniMax-H3
 // config (H3Config's defaults). Every key and shape is checked against that config (the error names
 // the key). The fused qkv order is `qkv_order` when given, else detected (detect_qkv_order) and
-// refused as ambiguous naming the file and the votes. F8_E4M3 / F8_E5M2 weights are dequantized with
+// refused as ambiguous naming the file and the votes. A file holding `adaln_t_table` is the pruned
+// curve-form AdaLN (adaln_curve.h: no time MLP; G and r from the table's shape, into the config). F8_E4M3 / F8_E5M2 weights are dequantized with
 // their scale (weights/scaled_fp8.h: scale_weight or weight_scale, per tensor or per row) to f32, or
 // to bf16 with as_stored.
 struct TransformerFileOptions {

@@ -10,6 +10,7 @@
 #include "backends/cpu/ops.h"
 #include "backends/cuda/cuda_check.h"
 #include "core/env.h"
+#include "models/h3/adaln_curve.h"
 
 namespace orochi::h3::gpu {
 namespace {
@@ -290,17 +291,24 @@ Status H3GpuRunner::upload_rows(const H3Inputs& in) {
 
 Status H3GpuRunner::build_tables(const Tensor& timesteps) {
   RequestBuffers& B = *buf_;
-  // temb = linear_2(silu(linear_1(sinusoid(t)))) in f32; the SiLUs of this tiny [n_t, ...] tensor
-  // run on the host.
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(cpu::timestep_embedding(timesteps.contiguous(), static_cast<int>(config_.freq_dim)),
-                                           B.temb_in, stream_));
-  OROCHI_RETURN_IF_ERROR(linear(weights_.time_linear_1, B.temb_in, B.temb_hidden));
-  OROCHI_ASSIGN_OR_RETURN(Tensor hidden, cuda::download(B.temb_hidden, stream_));
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(cpu::silu(hidden), B.temb_hidden, stream_));
-  OROCHI_RETURN_IF_ERROR(linear(weights_.time_linear_2, B.temb_hidden, B.temb));
-  OROCHI_ASSIGN_OR_RETURN(Tensor temb, cuda::download(B.temb, stream_));
-  // Every AdaLN projection reads bf16(SiLU_f32(temb)).
-  OROCHI_RETURN_IF_ERROR(cuda::upload_into(cpu::silu(temb), B.temb_act, stream_));
+  if (weights_.adaln_t_table.defined()) {
+    // The curve form: the AdaLN input is the table's lerp (no SiLU), [n_t, r], made on the host
+    // from the small table as the CPU forward makes it.
+    OROCHI_ASSIGN_OR_RETURN(const Tensor table, cuda::download(weights_.adaln_t_table, stream_));
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(adaln_curve_input(table, timesteps), B.temb_act, stream_));
+  } else {
+    // temb = linear_2(silu(linear_1(sinusoid(t)))) in f32; the SiLUs of this tiny [n_t, ...] tensor
+    // run on the host.
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(cpu::timestep_embedding(timesteps.contiguous(), static_cast<int>(config_.freq_dim)),
+                                             B.temb_in, stream_));
+    OROCHI_RETURN_IF_ERROR(linear(weights_.time_linear_1, B.temb_in, B.temb_hidden));
+    OROCHI_ASSIGN_OR_RETURN(Tensor hidden, cuda::download(B.temb_hidden, stream_));
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(cpu::silu(hidden), B.temb_hidden, stream_));
+    OROCHI_RETURN_IF_ERROR(linear(weights_.time_linear_2, B.temb_hidden, B.temb));
+    OROCHI_ASSIGN_OR_RETURN(Tensor temb, cuda::download(B.temb, stream_));
+    // Every AdaLN projection reads bf16(SiLU_f32(temb)).
+    OROCHI_RETURN_IF_ERROR(cuda::upload_into(cpu::silu(temb), B.temb_act, stream_));
+  }
   const int64_t rows = B.n_t * kModalities, width = 6 * config_.hidden_size;
   for (int64_t i = 0; i < config_.num_layers; ++i) {
     OROCHI_RETURN_IF_ERROR(adaln_(i, B.adaln_w, B.adaln_b));

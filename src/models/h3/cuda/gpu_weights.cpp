@@ -134,8 +134,12 @@ Expected<GpuWeights> assemble(const H3Config& c, const TpShare& share, cuda::Dev
   w.proj_in = linear_from(t, "proj_in", true);
   w.audio_proj_in = linear_from(t, "audio_proj_in", true);
   w.context_embedder = linear_from(t, "context_embedder", true);
-  w.time_linear_1 = linear_from(t, "time_embedder.linear_1", true);
-  w.time_linear_2 = linear_from(t, "time_embedder.linear_2", true);
+  if (c.adaln_curve_points > 0) {
+    w.adaln_t_table = t.at("adaln_t_table");
+  } else {
+    w.time_linear_1 = linear_from(t, "time_embedder.linear_1", true);
+    w.time_linear_2 = linear_from(t, "time_embedder.linear_2", true);
+  }
   for (int64_t i = 0; i < c.num_refiner_layers; ++i)
     w.refiner.push_back(block_from(t, "token_refiner.refiner_blocks." + std::to_string(i) + "."));
   w.refiner_final_norm = t.at("token_refiner.final_norm.weight");
@@ -302,6 +306,7 @@ Expected<GpuWeights> upload_gpu_weights(const H3Weights& host, cuda::DeviceArena
   record("context_embedder", host.context_embedder);
   record("time_embedder.linear_1", host.time_linear_1);
   record("time_embedder.linear_2", host.time_linear_2);
+  if (host.adaln_t_table.defined()) by_name["adaln_t_table"] = host.adaln_t_table;
   for (size_t i = 0; i < host.refiner.size(); ++i)
     record_block("token_refiner.refiner_blocks." + std::to_string(i) + ".", host.refiner[i]);
   by_name["token_refiner.final_norm.weight"] = host.refiner_final_norm;

@@ -32,7 +32,8 @@ struct GpuWeights {
   H3Config config;
   GpuLinear proj_in, audio_proj_in;        // f32
   GpuLinear context_embedder;              // bf16
-  GpuLinear time_linear_1, time_linear_2;  // f32
+  GpuLinear time_linear_1, time_linear_2;  // f32; undefined in the curve form
+  Tensor adaln_t_table;                    // f32 [G, r]: the curve form's table (adaln_curve.h), else undefined
   std::vector<GpuBlock> refiner;
   Tensor refiner_final_norm;               // bf16
   std::vector<GpuBlock> blocks;
