@@ -5,7 +5,8 @@
 #   tests/data/h3_fl2va_prompt, for an fl2va (2 keyframes) and a ref2va (2 images, a 2-block video,
 #   an audio label) presentation, rel L2 <= 2e-2; a streamed text layer vs all resident (<= 1e-6);
 #   and the engine on the GPU over the tiny checkpoint (fl2va with --prompt): features vs the CPU
-#   engine's (<= 2e-2) and a run that gives 124 frames. Seconds.
+#   engine's (<= 2e-2) and a run that gives 124 frames; ref2va likewise (transformer_ref/ read on the GPU
+#   engine), then t2va on the same engine. Seconds.
 # Usage (device run, carry gpu-dist): bash scripts/device/run_engine_conditioner.sh
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"

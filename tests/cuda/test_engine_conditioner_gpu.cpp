@@ -5,7 +5,9 @@
 //   ref2va an image, a 26-frame video in 2 temporal blocks, an audio label and a second image;
 //   and a streamed layer (the plan's placement) gives the same result as every layer resident;
 //   the engine on the GPU (tests/support/tiny_checkpoint.h, fl2va with --prompt): its plan carries the
-//   presentation, Engine::conditioning is within the band of the CPU engine's, and the run gives frames.
+//   presentation, Engine::conditioning is within the band of the CPU engine's, and the run gives frames;
+//   and ref2va there (--ref-size match, transformer_ref/ a bf16 copy): the same, then a t2va request on
+//   the same GPU engine (back on transformer/, its GPU models made anew).
 // Bound: rel L2 <= 2e-2, the bf16 band the tiny GPU presentation test (test_qwen3vl_presentation_gpu)
 // holds the GPU tower + stack to against the CPU. Prints ENGINE_CONDITIONER lines with the distances.
 #include <gtest/gtest.h>
@@ -161,6 +163,53 @@ TEST(EngineConditionerGpu, Fl2vaOnATinyCheckpointRunsOnTheGpu) {
   for (int64_t i = 0; i < run->result.frames.numel(); ++i) ASSERT_TRUE(std::isfinite(run->result.frames.data<float>()[i]));
   std::printf("ENGINE_CONDITIONER engine fl2va: GPU run text %.3f s, e2e frames %lld\n", run->report.text_s,
               static_cast<long long>(run->result.frames.dim(0)));
+}
+
+TEST(EngineConditionerGpu, Ref2vaOnATinyCheckpointRunsOnTheGpu) {
+  if (!cuda::list_devices()) GTEST_SKIP() << "no GPU";
+  if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
+  testing::TempDir dir("ref2va_ckpt_gpu");
+  const std::filesystem::path root = dir.path / "model";
+  testing::assemble_tiny_checkpoint(root, testing::TinyRefPartition::kDistinct);
+  const std::string media = testing::test_data_dir() + "/h3_ref2va/";
+  GenerateRequest r;
+  r.prompt = "The girl from picture 1 dances as in video 1.";
+  r.text_layer = testing::kTinyTextLayer;
+  r.width = 128;
+  r.height = 96;
+  r.frames = 124;
+  r.steps = 2;
+  r.ref_size = RefSize::kMatch;
+  r.references = {{ReferenceInput::Kind::kImage, media + "image_wide.png"},
+                  {ReferenceInput::Kind::kVideo, media + "video.mov"},
+                  {ReferenceInput::Kind::kAudio, media + "clip.wav"}};
+  Expected<std::unique_ptr<Engine>> cpu = Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cpu"});
+  Expected<std::unique_ptr<Engine>> gpu =
+      Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cuda:0"});
+  ASSERT_TRUE(cpu.has_value() && gpu.has_value()) << gpu.status().to_string();
+  Expected<RunPlan> cpu_plan = (*cpu)->plan(r);
+  Expected<RunPlan> gpu_plan = (*gpu)->plan(r);
+  ASSERT_TRUE(cpu_plan.has_value() && gpu_plan.has_value()) << gpu_plan.status().to_string();
+  ASSERT_TRUE(gpu_plan->conditioner.has_value());
+  ASSERT_EQ(gpu_plan->conditioner->videos.grids.size(), 1u);
+  Expected<Tensor> a = (*gpu)->conditioning(*gpu_plan);
+  Expected<Tensor> b = (*cpu)->conditioning(*cpu_plan);
+  ASSERT_TRUE(a.has_value() && b.has_value()) << a.status().to_string();
+  const testing::Comparison cmp = testing::compare(*a, *b);
+  std::printf("ENGINE_CONDITIONER engine ref2va: GPU engine vs CPU engine features %s\n", cmp.summary().c_str());
+  EXPECT_TRUE(cmp.same_nonfinite && cmp.rel_l2 <= kBf16Band) << cmp.summary();
+  Expected<RunResult> run = (*gpu)->run(*gpu_plan);
+  ASSERT_TRUE(run.has_value()) << run.status().to_string();
+  EXPECT_EQ(run->result.frames.shape(), (Shape{124, 3, 96, 128}));
+  for (int64_t i = 0; i < run->result.frames.numel(); ++i) ASSERT_TRUE(std::isfinite(run->result.frames.data<float>()[i]));
+  GenerateRequest t2va = r;
+  t2va.references.clear();
+  Expected<RunPlan> t_plan = (*gpu)->plan(t2va);
+  ASSERT_TRUE(t_plan.has_value()) << t_plan.status().to_string();
+  Expected<RunResult> t_run = (*gpu)->run(*t_plan);
+  ASSERT_TRUE(t_run.has_value()) << t_run.status().to_string();
+  std::printf("ENGINE_CONDITIONER engine ref2va: GPU run text %.3f s, load %.3f s; t2va after it load %.3f s\n",
+              run->report.text_s, run->report.load_s, t_run->report.load_s);
 }
 
 }  // namespace
