@@ -8,6 +8,7 @@
 #include "models/qwen3vl/vision_grid.h"
 #include "engine/reference_inputs.h"
 #include "planner/plan_report.h"
+#include "models/h3/model_folder_parts.h"
 #include "text/tokenizer.h"
 
 namespace orochi::apps {
@@ -19,10 +20,13 @@ const char* ref_size_name(engine::RefSize s) { return s == engine::RefSize::kMat
 // estimated (REF2VA.md §6: about 6 each).
 pipeline::SegmentTokenCount segment_counter(const Args& args, bool& counted) {
   counted = false;
-  const std::string tokenizer_file = args.get("model", "h3") + "/tokenizer/tokenizer.json";
+  const std::string model = args.get("model", "h3");
+  if (model == "h3") return pipeline::estimated_segment_tokens();
+  Expected<h3::FolderParts> parts = h3::model_folder_parts(model);  // either layout
+  if (!parts) return pipeline::estimated_segment_tokens();
+  const std::string tokenizer_file = parts->tokenizer + "/tokenizer.json";
   std::error_code ec;
-  if (args.get("model", "h3") == "h3" || !std::filesystem::is_regular_file(tokenizer_file, ec))
-    return pipeline::estimated_segment_tokens();
+  if (!std::filesystem::is_regular_file(tokenizer_file, ec)) return pipeline::estimated_segment_tokens();
   Expected<text::BpeTokenizer> tokenizer = text::BpeTokenizer::load(tokenizer_file);
   if (!tokenizer) return pipeline::estimated_segment_tokens();
   counted = true;

@@ -152,7 +152,7 @@ static Expected<pipeline::T2vaModels> load_components(const ModelSource& source,
     described->push_back("transformer " + file + ": " + loaded.layout + "; config from " + loaded.config_from);
     given.push_back("the transformer " + file);
   } else if (source.dir) {
-    const std::string folder = (fs::path(*source.dir) / "transformer").string();
+    const std::string folder = parts.folder->opening_folder();  // resolve_components read MODEL_DIR's layout
     if (!on_gpu) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(folder));
     if (on_gpu) {
       OROCHI_ASSIGN_OR_RETURN(*transformer_host_bytes, check_transformer_host_ram(folder));
@@ -235,6 +235,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     return invalid_argument("--random-weights makes every weight of the released shapes; --transformer, --vae, "
                             "--audio-vae and --text-encoder give weights: pass one or the other");
   for (const std::string& line : e->components_.notes) e->note(line);
+  if (e->components_.folder) e->partition_ = e->components_.folder->opening_partition();  // Ref2VA/ alone: its own
   const auto t_load = Clock::now();
   e->family_ = model_families().front();  // the demo and random weights are MiniMax-H3's
   if (e->components_.overrides && !source.transformer_dir) {
@@ -252,14 +253,15 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   } else if (source.dir) {
     const std::string& dir = *source.dir;
     OROCHI_ASSIGN_OR_RETURN(e->family_, detect_family(dir));
-    if (!e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(dir + "/transformer"));
-    if (e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_host_ram(dir + "/transformer").status());
+    const std::string transformer = e->components_.folder->opening_folder();
+    if (!e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_fits_ram(transformer));
+    if (e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_transformer_host_ram(transformer).status());
     // A GPU run keeps the denoiser's weights as stored (bf16 views of the files): its upload converts.
     OROCHI_ASSIGN_OR_RETURN(e->models_, pipeline::load_t2va_models(dir, e->on_gpu_));
     e->transformer_config_ = e->models_.transformer.config;
     // A GPU run is planned from the four configs; a folder without text_encoder/ has no full set
     // and runs unplanned unless a prompt needs it (plan() says so).
-    if (e->on_gpu_ && std::filesystem::exists(dir + "/text_encoder/config.json")) {
+    if (e->on_gpu_ && std::filesystem::exists(e->components_.folder->text_encoder + "/config.json")) {
       OROCHI_ASSIGN_OR_RETURN(e->configs_, planner::load_model_configs(dir));
     }
   } else if (source.transformer_dir) {

@@ -1,6 +1,7 @@
 // Engine::use_partition: the denoiser weights a workflow runs on (MODELS_H3.md §2). A MiniMax-H3
 // folder holds two partitions of one architecture: transformer/ (the release's FL2VA: t2va, fl2va)
-// and transformer_ref/ (Ref2VA: ref2va). The engine holds one in host RAM at a time (each is 62 GiB
+// and transformer_ref/ (Ref2VA: ref2va); in the original release's layout FL2VA/transformer and
+// Ref2VA/transformer (h3::FolderParts). The engine holds one in host RAM at a time (each is 62 GiB
 // as released): a request for the other reads it in place of the held one, merges the LoRAs again
 // for its partition, and drops the GPU models made from the old one; the next request for the
 // first reads that back. A transformer given as a file (--transformer, a ComfyUI tree) is the one
@@ -27,7 +28,9 @@ Status Engine::use_partition(const std::string& workflow, RunReport& report) {
   if (!source_.dir || components_.transformer_file) return Status::ok();  // the demo, random weights, a given file
   const std::string wanted = workflow == "ref2va" ? "transformer_ref" : "transformer";
   if (wanted == partition_) return Status::ok();
-  const std::string folder = (std::filesystem::path(*source_.dir) / wanted).string();
+  // The folder by MODEL_DIR's layout (h3::FolderParts: diffusers transformer_ref/, or the release's
+  // Ref2VA/transformer), refused naming the folder to pass when MODEL_DIR lacks it.
+  OROCHI_ASSIGN_OR_RETURN(const std::string folder, components_.folder->partition_folder(workflow));
   if (!std::filesystem::exists(std::filesystem::path(folder) / "config.json"))
     return not_found(folder + "/config.json is missing: " + workflow + " runs on the " + wanted +
                      "/ partition of the checkpoint (the release's " + (wanted == "transformer" ? "FL2VA" : "Ref2VA") +

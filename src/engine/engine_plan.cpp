@@ -14,6 +14,7 @@
 #include "engine/random_presentation.h"
 #include "engine/reference_inputs.h"
 #include "models/h3/flops.h"
+#include "models/h3/model_folder_parts.h"
 #include "pipeline/fl2va.h"
 #include "pipeline/text_features.h"
 #include "planner/parallel_choice.h"
@@ -91,24 +92,26 @@ Status plan_keyframes(RunPlan& plan, bool demo) {
   return Status::ok();
 }
 
+// The partition the workflow runs on (Engine::use_partition): MODEL_DIR's transformer/ or
+// transformer_ref/, the release's FL2VA/ or Ref2VA/ transformer; a transformer given as a file is
+// the one the user chose.
+Status check_partition(const ModelSource& source, const std::string& workflow) {
+  if (!source.dir || source.transformer_file) return Status::ok();
+  OROCHI_ASSIGN_OR_RETURN(const h3::FolderParts parts, h3::model_folder_parts(*source.dir));
+  return parts.partition_folder(workflow).status();
+}
+
 // fl2va and ref2va on a checkpoint condition the denoiser on their presentation through the Qwen3-VL
 // conditioner (engine/presentation_plan.h), so they take --prompt: a features file carries no
 // per-row tags for the pictures' rows. Refused before any weight is read, from check_conditioning.
 Status check_workflow_source(const ModelSource& source, const GenerateRequest& r, const std::string& workflow) {
   // The demo has its own encoders; --random-weights makes them on the GPU (and its text rows are random).
-  if (workflow == "t2va" || source.demo() || source.random_weights) return Status::ok();
+  if (workflow == "t2va" || source.demo() || source.random_weights) return check_partition(source, workflow);
   if (r.text_features_file)
     return invalid_argument(workflow + " on a checkpoint takes --prompt: its presentation to the Qwen3-VL "
                             "conditioner carries the pictures' vision tokens (tagged as video rows), which a "
                             "--text-features file cannot say; pass --prompt TEXT instead");
-  // ref2va runs on MODEL_DIR's transformer_ref/ (Engine::use_partition); a transformer given as a
-  // file is the one the user chose.
-  if (workflow == "ref2va" && source.dir && !source.transformer_file &&
-      !std::filesystem::exists(std::filesystem::path(*source.dir) / "transformer_ref" / "config.json"))
-    return not_found(*source.dir + " has no transformer_ref/ folder: ref2va runs on the checkpoint's reference "
-                     "partition (the release's Ref2VA transformer), which transformer/ (FL2VA: t2va, fl2va) is not; "
-                     "add it, or pass --transformer FILE with the Ref2VA weights");
-  return Status::ok();
+  return check_partition(source, workflow);
 }
 
 // ref2va: the references read and normalized by the rules of the model and --ref-size (REF2VA.md

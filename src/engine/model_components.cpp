@@ -121,11 +121,13 @@ Expected<ModelComponents> resolve_components(const ModelSource& source) {
   c.overrides = source.transformer_file || source.vae || source.audio_vae || source.text_encoder || source.tokenizer;
   std::error_code ec;
   if (source.dir) {
-    const fs::path dir(*source.dir);
-    if (!c.vae) c.vae = (dir / "vae").string();
-    if (!c.audio_vae) c.audio_vae = (dir / "audio_vae").string();
-    if (!c.text_encoder && fs::exists(dir / "text_encoder", ec)) c.text_encoder = (dir / "text_encoder").string();
-    if (!c.tokenizer) c.tokenizer = (dir / "tokenizer").string();  // its absence is said where a prompt needs it
+    OROCHI_ASSIGN_OR_RETURN(c.folder, h3::model_folder_parts(*source.dir));
+    const h3::FolderParts& parts = *c.folder;
+    if (!c.vae) c.vae = parts.vae;
+    if (!c.audio_vae) c.audio_vae = parts.audio_vae;
+    if (!c.text_encoder && fs::exists(parts.text_encoder, ec)) c.text_encoder = parts.text_encoder;
+    if (!c.tokenizer) c.tokenizer = parts.tokenizer;  // its absence is said where a prompt needs it
+    if (parts.release()) c.notes.push_back(*source.dir + ": " + parts.describe());
     return c;
   }
   if (!source.comfy_models) return c;

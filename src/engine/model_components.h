@@ -11,10 +11,14 @@
 
 #include "core/status.h"
 #include "engine/engine_options.h"
+#include "models/h3/model_folder_parts.h"
 
 namespace orochi::engine {
 
 struct ModelComponents {
+  // MODEL_DIR's layout and where its parts live (diffusers or the original release's FL2VA/ and
+  // Ref2VA/); none without MODEL_DIR. The transformer partitions and processor/ come from here.
+  std::optional<h3::FolderParts> folder;
   std::optional<std::string> transformer_file;  // a single-file transformer (h3::load_transformer_file)
   // Each a component folder or a single .safetensors file; none: MODEL_DIR lacks it, or the demo's.
   std::optional<std::string> vae, audio_vae, text_encoder;
@@ -24,7 +28,7 @@ struct ModelComponents {
   bool overrides = false;
 };
 
-// The parts of `source`. Errors: MODEL_DIR with --comfy-models (one or the other: the options
+// The parts of `source`. Errors: MODEL_DIR's own (h3::model_folder_parts); MODEL_DIR with --comfy-models (one or the other: the options
 // replace parts of MODEL_DIR); a --comfy-models folder that is not a folder; a part it holds in
 // more than one file (the files named: pick one with its option); a tree without a transformer or
 // a VAE (the folders searched named, with what else they hold).

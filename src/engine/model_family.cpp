@@ -4,6 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "models/h3/model_folder_parts.h"
+
 namespace orochi::engine {
 namespace {
 
@@ -18,11 +20,14 @@ std::string class_name_of(const std::string& config_path) {
 }
 
 // MiniMax-H3 (MODELS_H3.md): a diffusers pipeline folder whose transformer is
-// MiniMaxH3Transformer3DModel (or the original release's transformer folder of the same config).
+// MiniMaxH3Transformer3DModel (or the original release's transformer folder of the same config), or
+// the original release's FL2VA/ + Ref2VA/ (h3::model_folder_parts).
 class H3Family final : public ModelFamily {
  public:
   std::string name() const override { return "MiniMax-H3"; }
   bool detect(const std::string& dir) const override {
+    // The original release's root, FL2VA/ or Ref2VA/ (told by their model_index.json).
+    if (Expected<h3::FolderParts> parts = h3::model_folder_parts(dir); parts && parts->release()) return true;
     const std::string cls = class_name_of(dir + "/transformer/config.json");
     return cls == "MiniMaxH3Transformer3DModel" ||
            (cls.empty() && std::filesystem::exists(dir + "/transformer/config.json") &&

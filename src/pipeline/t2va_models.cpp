@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/random.h"
+#include "models/h3/model_folder_parts.h"
 #include "models/h3_audio_vae/encoder_random.h"
 #include "models/h3_video_vae/encoder_random.h"
 
@@ -152,20 +153,25 @@ Expected<T2vaModels> load_t2va_models(const std::string& root, bool transformer_
   if (!fs::is_directory(root, ec))
     return not_found(root + " is not a folder; pass the root of a diffusers-layout MiniMax-H3 checkpoint "
                             "(the folder holding transformer/, vae/ and audio_vae/)");
+  // Where the parts live (a diffusers folder, or the release's FL2VA/ / Ref2VA/: the first
+  // partition the folder has; the engine reads the other when a workflow asks for it).
+  OROCHI_ASSIGN_OR_RETURN(const h3::FolderParts parts, h3::model_folder_parts(root));
   const struct {
-    const char* folder;
+    const std::string& folder;
     const char* holds;
-  } parts[] = {{"transformer", "the denoiser"}, {"vae", "the video VAE"}, {"audio_vae", "the audio VAE"}};
-  for (const auto& part : parts)
-    if (!fs::is_directory(fs::path(root) / part.folder, ec))
-      return not_found(root + " has no " + part.folder + "/ folder (" + part.holds +
-                       "); a diffusers-layout MiniMax-H3 checkpoint has transformer/, vae/ and audio_vae/");
+  } needed[] = {{parts.opening_folder(), "the denoiser"}, {parts.vae, "the video VAE"}, {parts.audio_vae, "the audio VAE"}};
+  for (const auto& part : needed)
+    if (!fs::is_directory(part.folder, ec))
+      return not_found(root + " has no " + fs::path(part.folder).filename().string() + "/ folder (" + part.holds +
+                       (parts.release() ? "); the release's FL2VA/ and Ref2VA/ each hold transformer/, video_vae/ "
+                                          "and audio_vae/"
+                                        : "); a diffusers-layout MiniMax-H3 checkpoint has transformer/, vae/ and "
+                                          "audio_vae/"));
   T2vaModels m;
   m.name = root;
-  OROCHI_ASSIGN_OR_RETURN(m.transformer,
-                          h3::load_weights((fs::path(root) / "transformer").string(), transformer_as_stored));
-  OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights((fs::path(root) / "vae").string()));
-  OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder((fs::path(root) / "audio_vae").string()));
+  OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::load_weights(parts.opening_folder(), transformer_as_stored));
+  OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::load_decoder_weights(parts.vae));
+  OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::load_decoder(parts.audio_vae));
   OROCHI_RETURN_IF_ERROR(check_t2va_models(m));
   return m;
 }

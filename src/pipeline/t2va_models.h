@@ -43,8 +43,10 @@ T2vaModels demo_t2va_models(uint64_t seed);
 // there is none; the loader's error (naming the key) for one without encoder weights.
 Expected<h3vae::EncoderWeights> load_video_encoder(const std::string& vae, const T2vaModels& models);
 
-// Loads `root`/transformer, `root`/vae and `root`/audio_vae (diffusers layout). A missing folder is
-// not_found naming it and what it holds.
+// Loads the denoiser, the video VAE and the audio VAE of the model folder `root`, either layout
+// (h3::model_folder_parts: diffusers transformer/, vae/, audio_vae/; the release's FL2VA/ or Ref2VA/
+// transformer/, video_vae/, audio_vae/; the denoiser is the folder's opening partition). A missing
+// folder is not_found naming it and what it holds.
 // `transformer_as_stored`: the denoiser's weights stay in the checkpoint's dtype (for a GPU run,
 // whose upload converts; see h3::load_weights).
 Expected<T2vaModels> load_t2va_models(const std::string& root, bool transformer_as_stored = false);

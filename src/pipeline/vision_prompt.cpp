@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/h3/model_folder_parts.h"
 #include "models/qwen3vl/rope_index.h"
 #include "models/qwen3vl/text_model.h"
 #include "models/qwen3vl/vision_model.h"
@@ -14,10 +15,12 @@
 namespace orochi::pipeline {
 namespace {
 
-// processor/<file> of a model folder read over `defaults`, or the defaults without the file.
+// processor/<file> of a model folder (either layout: h3::model_folder_parts) read over `defaults`,
+// or the defaults without the file.
 Expected<qwen3vl::VisionProcessorConfig> processor_config(const std::string& model_dir, const std::string& file_name,
                                                           const qwen3vl::VisionProcessorConfig& defaults) {
-  const std::filesystem::path file = std::filesystem::path(model_dir) / "processor" / file_name;
+  OROCHI_ASSIGN_OR_RETURN(const h3::FolderParts parts, h3::model_folder_parts(model_dir));
+  const std::filesystem::path file = std::filesystem::path(parts.processor) / file_name;
   if (!std::filesystem::is_regular_file(file)) return defaults;
   std::ifstream in(file);
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "models/h3/model_folder_parts.h"
 #include "models/h3/summary.h"
+#include "models/h3_audio_vae/release_folder.h"
+#include "models/h3_video_vae/release_folder.h"
 #include "weights/checkpoint.h"
 #include "weights/model_folder.h"
 
@@ -14,14 +17,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Reads <model>/<component>/config.json; only the file, never the weights next to it.
-Expected<nlohmann::json> read_component_config(const std::string& model, const char* component) {
-  const fs::path folder = fs::path(model) / component;
-  Expected<nlohmann::json> config = weights::read_model_config(folder.string());
+// Reads <folder>/config.json; only the file, never the weights next to it.
+Expected<nlohmann::json> read_component_config(const std::string& folder) {
+  Expected<nlohmann::json> config = weights::read_model_config(folder);
   if (!config && config.status().code() == ErrorCode::kNotFound)
-    return not_found((folder / "config.json").string() + " not found: --model needs a diffusers-layout MiniMax-H3 " +
-                     "folder with transformer/, vae/, audio_vae/ and text_encoder/ config.json files (or --model h3 " +
-                     "for the released configs)");
+    return not_found((fs::path(folder) / "config.json").string() + " not found: --model needs a MiniMax-H3 folder, " +
+                     "diffusers layout (transformer/, vae/, audio_vae/ and text_encoder/ config.json files) or the " +
+                     "original release's (FL2VA/, Ref2VA/), or --model h3 for the released configs");
   return config;
 }
 
@@ -32,15 +34,36 @@ Expected<ModelConfigs> load_model_configs(const std::string& model) {
   if (model == "h3") return m;
   std::error_code ec;
   if (!fs::is_directory(model, ec))
-    return not_found(model + ": no such folder; pass a diffusers-layout MiniMax-H3 folder or 'h3'");
+    return not_found(model + ": no such folder; pass a diffusers-layout MiniMax-H3 folder, the original release's "
+                             "(FL2VA/ and Ref2VA/, or either), or 'h3'");
   m.source = model;
-  OROCHI_ASSIGN_OR_RETURN(nlohmann::json t, read_component_config(model, "transformer"));
+  // Either layout (h3::model_folder_parts); the release's configs name their fields their own way
+  // (MiniMaxH3DiTModel's, the video VAE's wrapper + source/, the audio VAE's metadata.json), read
+  // into the same configs.
+  OROCHI_ASSIGN_OR_RETURN(const h3::FolderParts parts, h3::model_folder_parts(model));
+  const std::string transformer = parts.opening_folder();
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json t, read_component_config(transformer));
   OROCHI_ASSIGN_OR_RETURN(m.transformer, h3::H3Config::from_json(t));
-  OROCHI_ASSIGN_OR_RETURN(nlohmann::json v, read_component_config(model, "vae"));
-  OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::VideoVaeConfig::from_json(v));
-  OROCHI_ASSIGN_OR_RETURN(nlohmann::json a, read_component_config(model, "audio_vae"));
-  OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::AudioVaeConfig::from_json(a));
-  OROCHI_ASSIGN_OR_RETURN(nlohmann::json q, read_component_config(model, "text_encoder"));
+  if (h3vae::is_release_vae_folder(parts.vae)) {
+    OROCHI_ASSIGN_OR_RETURN(const h3vae::ReleaseVaeFolder vae, h3vae::read_release_vae_folder(parts.vae));
+    Expected<h3vae::VideoVaeConfig> config = h3vae::VideoVaeConfig::from_json(vae.config);
+    if (!config) return config.status().with_context(vae.from);
+    m.video_vae = std::move(config).value();
+  } else {
+    OROCHI_ASSIGN_OR_RETURN(nlohmann::json v, read_component_config(parts.vae));
+    OROCHI_ASSIGN_OR_RETURN(m.video_vae, h3vae::VideoVaeConfig::from_json(v));
+  }
+  if (h3_audio::is_release_audio_vae_folder(parts.audio_vae)) {
+    OROCHI_ASSIGN_OR_RETURN(const h3_audio::ReleaseAudioVaeFolder vae,
+                            h3_audio::read_release_audio_vae_folder(parts.audio_vae));
+    Expected<h3_audio::AudioVaeConfig> config = h3_audio::AudioVaeConfig::from_json(vae.config);
+    if (!config) return config.status().with_context(vae.from);
+    m.audio_vae = std::move(config).value();
+  } else {
+    OROCHI_ASSIGN_OR_RETURN(nlohmann::json a, read_component_config(parts.audio_vae));
+    OROCHI_ASSIGN_OR_RETURN(m.audio_vae, h3_audio::AudioVaeConfig::from_json(a));
+  }
+  OROCHI_ASSIGN_OR_RETURN(nlohmann::json q, read_component_config(parts.text_encoder));
   OROCHI_ASSIGN_OR_RETURN(m.text_encoder, qwen3vl::TextConfig::from_json(q));
   if (q.contains("vision_config")) {
     OROCHI_ASSIGN_OR_RETURN(m.vision, qwen3vl::VisionConfig::from_json(q));
@@ -48,7 +71,7 @@ Expected<ModelConfigs> load_model_configs(const std::string& model) {
   // A smaller test model conditions on its last hidden state when it has fewer than 50 layers.
   m.text_layers = std::min<int64_t>(50, m.text_encoder.num_hidden_layers);
   // The transformer's stored bytes, from its headers (a folder of configs alone has none).
-  if (Expected<weights::Checkpoint> ckpt = weights::Checkpoint::open((fs::path(model) / "transformer").string()))
+  if (Expected<weights::Checkpoint> ckpt = weights::Checkpoint::open(transformer))
     m.transformer_host_bytes = h3::host_bytes_as_loaded(*ckpt).total();
   return m;
 }

@@ -36,9 +36,11 @@ struct ModelConfigs {
   uint64_t transformer_host_bytes = 0;
 };
 
-// "h3": the released configs. Otherwise a diffusers-layout folder: reads only the config.json of
-// transformer/, vae/, audio_vae/ and text_encoder/ (not_found naming the missing file), and the
-// headers of transformer/'s weights when it has them (transformer_host_bytes).
+// "h3": the released configs. Otherwise a MiniMax-H3 folder of either layout (h3::model_folder_parts):
+// reads only the configs of the transformer (the folder's opening partition), the video VAE (the
+// release's wrapper + source/config.json), the audio VAE (the release's config.json + metadata.json)
+// and text_encoder/ (not_found naming the missing file), and the headers of the transformer's
+// weights when it has them (transformer_host_bytes).
 Expected<ModelConfigs> load_model_configs(const std::string& model);
 
 struct ParallelLayout {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "weights/config_fields.h"
@@ -14,14 +15,38 @@ namespace {
 Status read_field(const nlohmann::json& j, const char* key, int64_t& out) { return weights::read_int_field(j, key, out); }
 Status read_field(const nlohmann::json& j, const char* key, double& out) { return weights::read_double_field(j, key, out); }
 
+// The original release's transformer/config.json (class MiniMaxH3DiTModel, MiniMax-AI/MiniMax-H3
+// @8d8824e FL2VA/ and Ref2VA/) names seven fields its own way and leaves freq_dim, rope_freq_dim and
+// rope_theta out: each original name maps onto diffusers' (a config holding both must agree).
+constexpr std::pair<const char*, const char*> kOriginalFieldNames[] = {
+    {"token_refiner_num_layers", "num_refiner_layers"}, {"ffn_hidden_size", "ffn_dim"},
+    {"latents_dim", "in_channels"},                     {"audio_latents_dim", "audio_in_channels"},
+    {"timestep_input_dim", "freq_dim"},                 {"time_embed_hidden_size", "time_embed_hidden_dim"},
+    {"rope_inv_freq_len", "rope_freq_dim"}};
+
+Expected<nlohmann::json> with_diffusers_names(const nlohmann::json& j) {
+  nlohmann::json out = j;
+  for (const auto& [original, diffusers] : kOriginalFieldNames) {
+    auto it = j.find(original);
+    if (it == j.end()) continue;
+    if (auto d = j.find(diffusers); d != j.end() && *d != *it)
+      return invalid_argument(std::string("config.json: '") + original + "' (" + it->dump() + ") and '" + diffusers +
+                              "' (" + d->dump() + ") name one field and disagree");
+    out[diffusers] = *it;
+  }
+  return out;
+}
+
 }  // namespace
 
-Expected<H3Config> H3Config::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) return invalid_argument("config.json must hold a JSON object");
-  if (auto it = j.find("_class_name"); it != j.end() && it->is_string() &&
-                                        *it != "MiniMaxH3Transformer3DModel")
+Expected<H3Config> H3Config::from_json(const nlohmann::json& json) {
+  if (!json.is_object()) return invalid_argument("config.json must hold a JSON object");
+  if (auto it = json.find("_class_name"); it != json.end() && it->is_string() &&
+                                           *it != "MiniMaxH3Transformer3DModel" && *it != "MiniMaxH3DiTModel")
     return invalid_argument("config.json describes a '" + it->get<std::string>() +
-                            "', not a MiniMaxH3Transformer3DModel: point at the transformer/ folder");
+                            "', not a MiniMaxH3Transformer3DModel (or the release's MiniMaxH3DiTModel): point at "
+                            "the transformer/ folder");
+  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json j, with_diffusers_names(json));
   H3Config c;
   OROCHI_RETURN_IF_ERROR(read_field(j, "num_attention_heads", c.num_attention_heads));
   OROCHI_RETURN_IF_ERROR(read_field(j, "attention_head_dim", c.attention_head_dim));
@@ -43,6 +68,15 @@ Expected<H3Config> H3Config::from_json(const nlohmann::json& j) {
   std::vector<int64_t> patch(c.patch_size.begin(), c.patch_size.end());
   OROCHI_RETURN_IF_ERROR(weights::read_int_list_field(j, "patch_size", patch, 3));  // (t, h, w)
   for (int i = 0; i < 3; ++i) c.patch_size[i] = patch[i];
+  // The release states its AdaLN widths; they follow from hidden_size (6 modulations x 3 modalities;
+  // final shift | scale), so a config whose numbers disagree describes another model.
+  int64_t adaln = 18 * c.hidden_size, final_adaln = 2 * c.hidden_size;
+  OROCHI_RETURN_IF_ERROR(read_field(j, "adaln_out_features", adaln));
+  OROCHI_RETURN_IF_ERROR(read_field(j, "final_adaln_out_features", final_adaln));
+  if (adaln != 18 * c.hidden_size || final_adaln != 2 * c.hidden_size)
+    return invalid_argument("config.json: adaln_out_features " + std::to_string(adaln) + " / final_adaln_out_features " +
+                            std::to_string(final_adaln) + " are not 18 / 2 x hidden_size " +
+                            std::to_string(c.hidden_size) + ": not a MiniMax-H3 transformer config");
   OROCHI_RETURN_IF_ERROR(c.validate().with_context("config.json"));
   return c;
 }

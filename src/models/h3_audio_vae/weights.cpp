@@ -1,9 +1,11 @@
 #include "models/h3_audio_vae/weights.h"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "core/log.h"
+#include "models/h3_audio_vae/release_folder.h"
 #include "weights/component_source.h"
 #include "weights/model_folder.h"
 #include "weights/parameter_collector.h"
@@ -125,6 +127,22 @@ std::string AudioVaeComponent::describe() const {
 }
 
 Expected<AudioVaeComponent> open_audio_vae(const std::string& path) {
+  if (is_release_audio_vae_folder(path)) {
+    OROCHI_ASSIGN_OR_RETURN(const ReleaseAudioVaeFolder release, read_release_audio_vae_folder(path));
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(release.weights_file, ec))
+      return not_found(release.weights_file + " is missing: the release's audio_vae/ keeps its fp32 weights there (" +
+                       release.from + ")");
+    AudioVaeComponent vae;
+    vae.config_from = release.from;
+    Expected<AudioVaeConfig> config = AudioVaeConfig::from_json(release.config);
+    if (!config) return config.status().with_context(release.from);
+    vae.config = std::move(config).value();
+    OROCHI_ASSIGN_OR_RETURN(vae.weights, weights::Checkpoint::open(release.weights_file));
+    OROCHI_ASSIGN_OR_RETURN(vae.naming, detect_audio_vae_naming(vae.weights));
+    OROCHI_RETURN_IF_ERROR(take_file_latents(vae.weights, vae.config, release.weights_file));
+    return vae;
+  }
   OROCHI_ASSIGN_OR_RETURN(weights::ComponentSource source, weights::open_component(path, "--audio-vae"));
   AudioVaeComponent vae;
   if (source.config.config) {

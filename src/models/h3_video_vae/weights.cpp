@@ -1,10 +1,12 @@
 #include "models/h3_video_vae/weights.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "models/h3_video_vae/release_folder.h"
 #include "weights/component_source.h"
 #include "weights/model_folder.h"
 #include "weights/parameter_collector.h"
@@ -75,6 +77,22 @@ std::string VaeComponent::describe() const {
 }
 
 Expected<VaeComponent> open_video_vae(const std::string& path) {
+  if (is_release_vae_folder(path)) {
+    OROCHI_ASSIGN_OR_RETURN(const ReleaseVaeFolder release, read_release_vae_folder(path));
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(release.weights_file, ec))
+      return not_found(release.weights_file + " is missing: the release's video_vae/ keeps its fp32 weights there, "
+                       "beside the autoencoder's config (" + release.from + ")");
+    VaeComponent vae;
+    vae.config_from = release.from;
+    Expected<VideoVaeConfig> config = VideoVaeConfig::from_json(release.config);
+    if (!config) return config.status().with_context(release.from);
+    vae.config = std::move(config).value();
+    OROCHI_ASSIGN_OR_RETURN(vae.weights, weights::Checkpoint::open(release.weights_file));
+    OROCHI_ASSIGN_OR_RETURN(vae.naming, detect_vae_naming(vae.weights));
+    OROCHI_RETURN_IF_ERROR(take_file_latents(vae.weights, vae.config, true, release.weights_file));
+    return vae;
+  }
   OROCHI_ASSIGN_OR_RETURN(weights::ComponentSource source, weights::open_component(path, "--vae"));
   VaeComponent vae;
   bool config_has_latents = false;
