@@ -103,7 +103,6 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   RunResult out;
   RunReport& report = out.report;
   report.model = models_.name;
-  report.loras = loras_;
   report.demo = source_.demo();
   report.request_index = ++requests_;
   report.load_s = open_load_s_;  // the host weights, read by open(): the first request's
@@ -155,7 +154,9 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   auto run_workflow = [&](models::Denoiser& denoiser, pipeline::VideoDecoder& video, pipeline::AudioDecoder& audio) {
     return pipeline::run_t2va(denoiser, video, audio, request, plan.shape.t2va, run_options);
   };
+  OROCHI_RETURN_IF_ERROR(use_loras(plan.request, report));       // another LoRA set: merged anew
   OROCHI_RETURN_IF_ERROR(use_partition(plan.workflow, report));  // ref2va: transformer_ref/
+  report.loras = lora_report();
   auto run_models = [&]() -> Expected<pipeline::T2vaResult> {
     if (!on_gpu_) {
       h3::CpuDenoiser denoiser(models_.transformer);

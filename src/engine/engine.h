@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,6 +107,13 @@ class Engine {
   Status merge_loras(h3::LoraPartition partition = h3::LoraPartition::kTransformer);
   // The denoiser partition the workflow runs (engine_partition.cpp).
   Status use_partition(const std::string& workflow, RunReport& report);
+  // The request's LoRA set (engine_loras.cpp): when it differs from the merged one (file contents
+  // and strengths, in order), the base weights are read again and the set merged anew (the GPU
+  // models rebuilt); before use_partition, which does that read for MODEL_DIR's partitions.
+  Status use_loras(const GenerateRequest& request, RunReport& report);
+  // loras_ for a request's report: each with its content hash and whether it was merged for an
+  // earlier request ("cached", merge_s 0).
+  std::vector<nlohmann::json> lora_report() const;
 
   ModelSource source_;
   const ModelFamily* family_ = nullptr;
@@ -119,6 +127,18 @@ class Engine {
   std::optional<planner::ModelConfigs> configs_;  // the four configs a GPU run is planned from
   double open_load_s_ = 0;   // reported by the first request
   std::vector<nlohmann::json> loras_;  // the merged LoRAs, for every request's report
+  // The LoRA sets (engine_loras.cpp): those open() merged (a request without its own list runs them),
+  // the merged set's key (none: unknown, read the base again), whether the last request found it
+  // merged, and each file's content hash by path (kept while its size and time stay).
+  std::optional<std::vector<LoraSource>> opened_loras_;
+  std::optional<std::string> merged_lora_key_;
+  bool loras_cached_ = false;
+  struct FileHash {
+    uint64_t size = 0;
+    int64_t mtime = 0;
+    std::string hash;
+  };
+  std::map<std::string, FileHash> lora_hashes_;
   int64_t requests_ = 0;
   // The partition of MODEL_DIR models_.transformer holds: "transformer" (t2va, fl2va) or
   // "transformer_ref" (ref2va); empty while none is loaded.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_options.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/prompt_features.h"
 #include "pipeline/sampling.h"
@@ -46,6 +47,10 @@ struct GenerateRequest {
   int64_t text_layer = pipeline::kH3TextLayer;
   std::vector<ReferenceInput> references;  // none: t2va
   RefSize ref_size = RefSize::k2048;
+  // The LoRAs this request runs with, in order (Engine::use_loras): none: those the engine was
+  // opened with (ModelSource::loras); an empty list: none. A set the engine holds merged already is
+  // not merged again.
+  std::optional<std::vector<LoraSource>> loras;
 };
 
 // t2va without references, fl2va with keyframes only, ref2va with images / videos / audio only; a
