@@ -74,6 +74,7 @@ Expected<EncodedConditions> Engine::encode_conditions(const RunPlan& plan, const
     where.device = first_gpu_;
     OROCHI_ASSIGN_OR_RETURN(where.first_tile, planner::video_encoder_tile(configs, work.visuals.front()));
     where.audio_samples = planner::audio_encoder_samples(work);
+    where.gpus = options_.gpus;  // every GPU of the run holds the encoders (the plan's encode phase)
     OROCHI_ASSIGN_OR_RETURN(video, gpu_backend().video_encoder(configs.video_vae, random ? nullptr : &*models_.video_encoder,
                                                                where, kRandomVideoEncoderSeed));
     if (ref2va) {

@@ -57,6 +57,7 @@ struct EncoderPlacement {
   int device = 0;
   h3vae::EncoderTileShape first_tile;  // the video encoder's first input's; each later input refits it
   int64_t audio_samples = 0;           // the longest sound per channel, padded to the hop; 0: no audio encoder
+  int gpus = 1;  // GPUs from `device` on that share a video's clips (h3vae::encode_moments_split; bit-identical)
 };
 
 // Where the text encoder runs and where its layers live meanwhile (the plan's text-encoder phase):

@@ -1,9 +1,12 @@
 #include "models/h3_video_vae/encoder.h"
 
+#include <thread>
+
 #include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/ops.h"
+#include "dist/parallel_context.h"
 #include "backends/cpu/ops_conv3d.h"
 
 namespace orochi::h3vae {
@@ -191,8 +194,10 @@ Tensor encode_clip(const EncoderWeights& w, const Tensor& x, const EncodeOptions
   return std::move(m).value();
 }
 
-Expected<Tensor> encode_moments_with(const VideoVaeConfig& config, const TileEncoder& encode, const Tensor& x,
-                                     const EncodeOptions& options, const EncodeObserver& observer) {
+namespace {
+
+// encode_moments_with's checks of x and the options.
+Status check_encoder_input(const VideoVaeConfig& config, const Tensor& x, const EncodeOptions& options) {
   if (!x.defined() || x.dtype() != DType::kF32 || x.ndim() != 4 || x.dim(0) != config.in_channels)
     return invalid_argument("the video VAE encoder takes fp32 pixels [" + std::to_string(config.in_channels) +
                             ", frames, height, width], got " + (x.defined() ? x.describe() : "nothing"));
@@ -204,9 +209,28 @@ Expected<Tensor> encode_moments_with(const VideoVaeConfig& config, const TileEnc
                             " px (the pipeline resizes references to multiples of 32)");
   OROCHI_RETURN_IF_ERROR(options.validate(config));
   const TilePlan plan = options.plan(config, H, W);
-  OROCHI_RETURN_IF_ERROR(check_frame_size(config, plan.rows.lengths[0], plan.cols.lengths[0]));
+  return check_frame_size(config, plan.rows.lengths[0], plan.cols.lengths[0]);
+}
+
+// The clips' moments concatenated over time, the last token_drop latent frames dropped.
+Expected<Tensor> join_clips(const VideoVaeConfig& config, const std::vector<Tensor>& clips) {
+  Tensor moments = concat_time(clips);  // [2·latent, 5n, h, w]
+  if (config.token_drop > 0) {
+    if (moments.dim(1) <= config.token_drop)
+      return invalid_argument("the encode gave " + std::to_string(moments.dim(1)) +
+                              " latent frames, no more than token_drop; the config's clip geometry is unusable");
+    moments = moments.slice(1, 0, moments.dim(1) - config.token_drop).contiguous();
+  }
+  return moments;
+}
+
+}  // namespace
+
+Expected<Tensor> encode_moments_with(const VideoVaeConfig& config, const TileEncoder& encode, const Tensor& x,
+                                     const EncodeOptions& options, const EncodeObserver& observer) {
+  OROCHI_RETURN_IF_ERROR(check_encoder_input(config, x, options));
   const Tensor input = x.contiguous();
-  if (F == 1) {  // a single frame is one clip of one frame: no temporal padding, one latent
+  if (input.dim(1) == 1) {  // a single frame is one clip of one frame: no temporal padding, one latent
     OROCHI_ASSIGN_OR_RETURN(Tensor m, encode_clip_with(config, encode, input, options, "clip.0."));
     if (observer) observer("clip.0", m);
     return m;
@@ -220,14 +244,32 @@ Expected<Tensor> encode_moments_with(const VideoVaeConfig& config, const TileEnc
     if (observer) observer(name, m);
     clips.push_back(std::move(m));
   }
-  Tensor moments = concat_time(clips);  // [2·latent, 5n, h, w]
-  if (config.token_drop > 0) {
-    if (moments.dim(1) <= config.token_drop)
-      return invalid_argument("the encode gave " + std::to_string(moments.dim(1)) +
-                              " latent frames, no more than token_drop; the config's clip geometry is unusable");
-    moments = moments.slice(1, 0, moments.dim(1) - config.token_drop).contiguous();
-  }
-  return moments;
+  return join_clips(config, clips);
+}
+
+Expected<Tensor> encode_moments_split(const VideoVaeConfig& config, dist::ParallelContext& workers,
+                                      const std::vector<ClipEncoder>& ranks, const Tensor& x,
+                                      const EncodeOptions& options) {
+  if (ranks.empty() || static_cast<int>(ranks.size()) > workers.workers())
+    return invalid_argument("encode_moments_split needs 1 to " + std::to_string(workers.workers()) +
+                            " clip encoders (one per worker), got " + std::to_string(ranks.size()));
+  OROCHI_RETURN_IF_ERROR(check_encoder_input(config, x, options));
+  const Tensor input = x.contiguous();
+  if (input.dim(1) == 1) return ranks[0](input);
+  const int64_t L = config.clip_length;
+  const Tensor padded = pad_with_last_frame(input, L);  // [3, L·n, H, W]
+  const int64_t n = padded.dim(1) / L, R = std::min<int64_t>(static_cast<int64_t>(ranks.size()), n);
+  std::vector<Tensor> clips(static_cast<size_t>(n));
+  // Rank r takes clips [r·n/R, (r+1)·n/R): contiguous runs, as even as whole clips allow.
+  OROCHI_RETURN_IF_ERROR(workers.run(static_cast<int>(R), [&](int r) -> Status {
+    for (int64_t k = r * n / R; k < (r + 1) * n / R; ++k) {
+      Expected<Tensor> m = ranks[static_cast<size_t>(r)](frames(padded, k * L, L));
+      if (!m) return m.status().with_context("clip " + std::to_string(k));
+      clips[static_cast<size_t>(k)] = std::move(m).value();
+    }
+    return Status::ok();
+  }));
+  return join_clips(config, clips);
 }
 
 Expected<Tensor> encode_moments(const EncoderWeights& w, const Tensor& x, const EncodeOptions& options,

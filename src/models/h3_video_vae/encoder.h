@@ -14,6 +14,10 @@
 #include "models/h3_video_vae/encoder_weights.h"
 #include "models/h3_video_vae/tiling.h"
 
+namespace orochi::dist {
+class ParallelContext;
+}  // namespace orochi::dist
+
 namespace orochi::h3vae {
 
 // Named intermediates, for golden comparisons: "conv_in", "down.<i>.resnet.<j>", "down.<i>.downsample",
@@ -55,6 +59,20 @@ Expected<Tensor> encode_clip_with(const VideoVaeConfig& config, const TileEncode
                                   const EncodeOptions& options, const std::string& prefix);
 Expected<Tensor> encode_moments_with(const VideoVaeConfig& config, const TileEncoder& encode, const Tensor& x,
                                      const EncodeOptions& options, const EncodeObserver& clip_observer = nullptr);
+
+// Encodes one clip [3, T, H, W] (T = 1 or clip_length) -> its stitched moments, as encode_clip_with
+// does: the CPU's with encode_tile, a GPU encoder's with its own tiles.
+using ClipEncoder = std::function<Expected<Tensor>(const Tensor& clip)>;
+
+// encode_moments_with spread over several encoders at once (one per GPU; CPU ranks in the tests): the
+// frames padded as it pads them, clip k given to rank floor(k·R / n)'s encoder (contiguous runs of the
+// n clips over R = min(ranks, n) ranks, each on its worker of `workers`), the moments joined and cut as
+// it joins and cuts them. Bit-identical to one encoder when every rank computes a clip as rank 0 does;
+// a single frame is rank 0's. Errors: encode_moments_with's, more encoders than workers, and the first
+// failing rank's (naming its clip).
+Expected<Tensor> encode_moments_split(const VideoVaeConfig& config, dist::ParallelContext& workers,
+                                      const std::vector<ClipEncoder>& ranks, const Tensor& x,
+                                      const EncodeOptions& options = {});
 
 // The reference's `_encode`: a single frame is one clip (one latent frame); otherwise the frames
 // are padded with copies of the last one to a multiple of clip_length, every clip is encoded on its

@@ -83,8 +83,12 @@ Expected<Tensor> encode_condition(const EncoderWeights& weights, const Tensor& p
   OROCHI_ASSIGN_OR_RETURN(Tensor pixels, normalize_pixels(pixels_u8));                 // [3, F, H, W]
   OROCHI_ASSIGN_OR_RETURN(Tensor moments, encode_moments(weights, pixels, options));  // [2C, T, h, w]
   pixels = Tensor();  // the fp32 frames are the largest buffer: release them before sampling
+  return condition_from_moments(weights.config, moments, seed);
+}
+
+Expected<Tensor> condition_from_moments(const VideoVaeConfig& config, const Tensor& moments, uint64_t seed) {
   const Tensor noise = posterior_noise(moments.dim(0) / 2, moments.dim(1), moments.dim(2), moments.dim(3), seed);
-  return fp16_round_and_normalize(weights.config, sample_posterior(moments, noise));
+  return fp16_round_and_normalize(config, sample_posterior(moments, noise));
 }
 
 }  // namespace orochi::h3vae

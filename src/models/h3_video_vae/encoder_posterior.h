@@ -34,6 +34,11 @@ Tensor posterior_noise(int64_t channels, int64_t frames, int64_t height, int64_t
 // z.to(float16).float(), then (z − latents_mean_c) / latents_std_c: [C, T, h, w] -> same.
 Expected<Tensor> fp16_round_and_normalize(const VideoVaeConfig& config, const Tensor& z);
 
+// The recipe after the encoder: moments [2C, T, h, w] sampled with posterior_noise(seed), rounded
+// through fp16 and normalized (what encode_condition does once the moments are there).
+Expected<Tensor> condition_from_moments(const VideoVaeConfig& config, const Tensor& moments,
+                                        uint64_t seed = kPosteriorSeed);
+
 // The whole recipe for one condition (a keyframe, an image or a video reference): uint8 pixels
 // [3, F, H, W] -> normalized latents [latent, T, H/r, W/r] (T = 1 for one frame, 5n+2 for 17n+5).
 Expected<Tensor> encode_condition(const EncoderWeights& weights, const Tensor& pixels_u8,

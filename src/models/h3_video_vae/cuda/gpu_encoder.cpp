@@ -408,7 +408,50 @@ Expected<Tensor> GpuVideoEncoder::encode_tile_fused(const Tensor& x) {
   return encode_padded_fused(padded_in, T, H, W);
 }
 
-Expected<Tensor> GpuVideoEncoder::encode_moments_device_tiles(const Tensor& x, const EncodeOptions& options) {
+Expected<Tensor> GpuVideoEncoder::device_tiles_clip(const Tensor& input, int64_t k, const TilePlan& plan) {
+  // Clip k of input [C, F, H, W]: uploaded once, its tiles cut on the device, stitched on the host.
+  const int64_t C = input.dim(0), F = input.dim(1), H = input.dim(2), W = input.dim(3), r = config_.spatial_ratio;
+  const int64_t L = config_.clip_length, Tc = F == 1 ? 1 : L;
+  const cuda::VideoLayout layout = layout_of(options_.path);
+  const int64_t front = Tc == 1 ? 0 : 2, plane = H * W;
+  const Tensor clip = device_view(clip_, {C, Tc, H, W}, device_, activation_arena_);
+  TilePlan latent = plan;  // the stitch runs on the latent grid (encode_clip_with's)
+  for (TileAxis* axis : {&latent.rows, &latent.cols}) {
+    for (int64_t& v : axis->starts) v /= r;
+    for (int64_t& v : axis->lengths) v /= r;
+    for (int64_t& v : axis->overlaps) v /= r;
+  }
+  mark(nullptr);
+  // Frame f of clip k is input frame min(kL + f, F − 1): the last frame repeats up to whole clips.
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t f = 0; f < Tc; ++f) {
+      const int64_t src = std::min(k * L + f, F - 1);
+      OROCHI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<float*>(clip_) + (c * Tc + f) * plane,
+                                                  input.data<float>() + (c * F + src) * plane, plane * sizeof(float),
+                                                  cudaMemcpyHostToDevice, stream_));
+    }
+  mark("upload");
+  std::vector<std::vector<Tensor>> tiles(plan.rows.count());
+  for (int64_t i = 0; i < plan.rows.count(); ++i)
+    for (int64_t j = 0; j < plan.cols.count(); ++j) {
+      const int64_t th = plan.rows.lengths[i], tw = plan.cols.lengths[j];
+      if (i + j > 0) mark(nullptr);
+      Tensor padded_in = device_view(
+          buf_->region[1], cuda::video_shape(layout, conv_in_channels(*weights_, layout), Tc + front, th + 2, tw + 2),
+          device_, activation_arena_);
+      OROCHI_RETURN_IF_ERROR(cuda::encoder_tile_pad(clip, plan.rows.starts[i], plan.cols.starts[j], th, tw, front, 1,
+                                                    padded_in, layout, stream_));
+      mark("pad copy");
+      OROCHI_ASSIGN_OR_RETURN(Tensor m, encode_padded_fused(padded_in, Tc, th, tw));
+      OROCHI_CHECK(m.ndim() == 4 && m.dim(2) == th / r && m.dim(3) == tw / r, "tile moments ", m.describe(),
+                   " do not cover the tile's latents");
+      tiles[i].push_back(std::move(m));
+    }
+  return plan.count() == 1 ? tiles[0][0] : stitch_tiles(tiles, latent, BlendPrecision::kF32);
+}
+
+Expected<Tensor> GpuVideoEncoder::encode_moments_device_tiles(const Tensor& x, const EncodeOptions& options,
+                                                              bool join) {
   // The checks and the clip / tile / stitch arithmetic of encode_moments_with (encoder.cpp), with the
   // tiles cut on the device from one uploaded clip.
   if (!x.defined() || x.dtype() != DType::kF32 || x.ndim() != 4 || x.dim(0) != config_.in_channels)
@@ -433,46 +476,12 @@ Expected<Tensor> GpuVideoEncoder::encode_moments_device_tiles(const Tensor& x, c
         return invalid_argument("the tiles of " + x.describe() + " are larger than this GpuVideoEncoder was created for");
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   const Tensor input = x.contiguous();
-  const cuda::VideoLayout layout = layout_of(options_.path);
-  const int64_t front = Tc == 1 ? 0 : 2, plane = H * W;
-  const Tensor clip = device_view(clip_, {C, Tc, H, W}, device_, activation_arena_);
-  TilePlan latent = plan;  // the stitch runs on the latent grid (encode_clip_with's)
-  for (TileAxis* axis : {&latent.rows, &latent.cols}) {
-    for (int64_t& v : axis->starts) v /= r;
-    for (int64_t& v : axis->lengths) v /= r;
-    for (int64_t& v : axis->overlaps) v /= r;
-  }
   std::vector<Tensor> moments_of_clips;
   for (int64_t k = 0; k < clips; ++k) {
-    mark(nullptr);
-    // Frame f of clip k is input frame min(kL + f, F − 1): the last frame repeats up to whole clips.
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t f = 0; f < Tc; ++f) {
-        const int64_t src = std::min(k * L + f, F - 1);
-        OROCHI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<float*>(clip_) + (c * Tc + f) * plane,
-                                                    input.data<float>() + (c * F + src) * plane, plane * sizeof(float),
-                                                    cudaMemcpyHostToDevice, stream_));
-      }
-    mark("upload");
-    std::vector<std::vector<Tensor>> tiles(plan.rows.count());
-    for (int64_t i = 0; i < plan.rows.count(); ++i)
-      for (int64_t j = 0; j < plan.cols.count(); ++j) {
-        const int64_t th = plan.rows.lengths[i], tw = plan.cols.lengths[j];
-        if (i + j > 0) mark(nullptr);
-        Tensor padded_in = device_view(
-            buf_->region[1], cuda::video_shape(layout, conv_in_channels(*weights_, layout), Tc + front, th + 2, tw + 2),
-            device_, activation_arena_);
-        OROCHI_RETURN_IF_ERROR(cuda::encoder_tile_pad(clip, plan.rows.starts[i], plan.cols.starts[j], th, tw, front, 1,
-                                                      padded_in, layout, stream_));
-        mark("pad copy");
-        OROCHI_ASSIGN_OR_RETURN(Tensor m, encode_padded_fused(padded_in, Tc, th, tw));
-        OROCHI_CHECK(m.ndim() == 4 && m.dim(2) == th / r && m.dim(3) == tw / r, "tile moments ", m.describe(),
-                     " do not cover the tile's latents");
-        tiles[i].push_back(std::move(m));
-      }
-    moments_of_clips.push_back(plan.count() == 1 ? tiles[0][0] : stitch_tiles(tiles, latent, BlendPrecision::kF32));
+    OROCHI_ASSIGN_OR_RETURN(Tensor m, device_tiles_clip(input, k, plan));
+    moments_of_clips.push_back(std::move(m));
   }
-  if (F == 1) return moments_of_clips[0];
+  if (F == 1 || !join) return moments_of_clips[0];  // one clip: nothing to join or cut
   // concat over time, then drop the last token_drop latent frames (encode_moments_with's).
   const int64_t Cm = moments_of_clips[0].dim(0), h = moments_of_clips[0].dim(2), w = moments_of_clips[0].dim(3);
   int64_t total = 0;
@@ -606,13 +615,23 @@ Expected<Tensor> GpuVideoEncoder::encode_moments(const Tensor& x, const EncodeOp
   return encode_moments_with(config_, gpu, x, options);
 }
 
+Expected<Tensor> GpuVideoEncoder::encode_clip(const Tensor& clip, const EncodeOptions& options) {
+  if (!has_weights_) return invalid_argument("GpuVideoEncoder: upload() the weights before encoding");
+  if (!clip.defined() || clip.ndim() != 4 || (clip.dim(1) != 1 && clip.dim(1) != config_.clip_length))
+    return invalid_argument("GpuVideoEncoder::encode_clip takes one clip [3, 1 or " +
+                            std::to_string(config_.clip_length) + ", H, W], got " +
+                            (clip.defined() ? clip.describe() : std::string("nothing")));
+  if (options_.device_tiles) return encode_moments_device_tiles(clip, options, /*join=*/false);
+  const TileEncoder gpu = [this](const Tensor& tile, const std::string&) { return encode_tile(tile); };
+  return encode_clip_with(config_, gpu, clip.contiguous(), options, "");
+}
+
 Expected<Tensor> GpuVideoEncoder::encode_condition(const Tensor& pixels_u8, const EncodeOptions& options,
                                                    uint64_t seed) {
   OROCHI_ASSIGN_OR_RETURN(Tensor pixels, normalize_pixels(pixels_u8));
   OROCHI_ASSIGN_OR_RETURN(Tensor moments, encode_moments(pixels, options));
   pixels = Tensor();
-  const Tensor noise = posterior_noise(moments.dim(0) / 2, moments.dim(1), moments.dim(2), moments.dim(3), seed);
-  return fp16_round_and_normalize(config_, sample_posterior(moments, noise));
+  return condition_from_moments(config_, moments, seed);
 }
 
 }  // namespace orochi::h3vae::gpu

@@ -115,6 +115,9 @@ class GpuVideoEncoder {
   Expected<Tensor> encode_tile(const Tensor& x);
   // As the CPU encode_moments, every tile on the GPU.
   Expected<Tensor> encode_moments(const Tensor& x, const EncodeOptions& options = {});
+  // One clip host f32 [3, 1 or clip_length, H, W] -> its stitched moments (encode_clip_with's): what
+  // encode_moments_split gives each GPU (h3vae::ClipEncoder).
+  Expected<Tensor> encode_clip(const Tensor& clip, const EncodeOptions& options = {});
   // As the CPU encode_condition: uint8 pixels [3, F, H, W] -> normalized latents.
   Expected<Tensor> encode_condition(const Tensor& pixels_u8, const EncodeOptions& options = {},
                                     uint64_t seed = 42);
@@ -149,7 +152,10 @@ class GpuVideoEncoder {
   Expected<Tensor> encode_tile_fused(const Tensor& x);
   // The fused path from conv_in's padded input [Cin', front + T, H + 2, W + 2] (in r[1]) to the moments.
   Expected<Tensor> encode_padded_fused(const Tensor& padded_in, int64_t T, int64_t H, int64_t W);
-  Expected<Tensor> encode_moments_device_tiles(const Tensor& x, const EncodeOptions& options);
+  // `join` false: x is one clip, whose moments come back uncut.
+  Expected<Tensor> encode_moments_device_tiles(const Tensor& x, const EncodeOptions& options, bool join = true);
+  // Clip k of x [C, F, H, W] (frames past F repeat the last) through the device tiles.
+  Expected<Tensor> device_tiles_clip(const Tensor& x, int64_t k, const TilePlan& plan);
   // Ends a stage: everything enqueued since the previous mark is `stage`'s (no-op when not profiling).
   void mark(const char* stage, double flops = 0.0);
   Status conv(const Conv3dWeights& c, const Tensor& x, int64_t stride_t, int64_t stride_s, const Tensor& y);
