@@ -1,5 +1,6 @@
 #include "engine/run_switches.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -40,6 +41,10 @@ const std::vector<Switch>& switches() {
   static const std::vector<Switch> table = [] {
     using K = backends::KernelOptions;
     std::vector<Switch> t;
+    t.push_back(choice("kernels", "OROCHI_KERNELS", {"auto", "generic"},
+                       "auto: Hopper's sm_90a kernels where the GPU has them; generic: the path of GPUs without",
+                       [](RunSwitches& r, const std::string& v) { r.generic_kernels = v == "generic"; },
+                       [](const RunSwitches& r) { return std::string(r.generic_kernels ? "generic" : "auto"); }));
     t.push_back(choice("attention", "OROCHI_ATTENTION", {"flash", "cudnn"},
                        "the denoiser's attention: Orochi's sm_90a kernel where it runs, or cuDNN everywhere",
                        [](RunSwitches& r, const std::string& v) { r.kernels.flash_attention = v == "flash"; },
@@ -166,7 +171,9 @@ Status set_run_switch(RunSwitches& r, std::string_view name, std::string_view va
       for (const std::string& c : s.choices) known |= c == v;
       if (!known) return invalid_argument("switch " + s.info.name + " must be " + s.info.values + ", got '" + v + "'");
     }
-    return s.set(r, v);
+    OROCHI_RETURN_IF_ERROR(s.set(r, v));
+    if (std::find(r.given.begin(), r.given.end(), s.info.name) == r.given.end()) r.given.push_back(s.info.name);
+    return Status::ok();
   }
   return invalid_argument("unknown switch '" + std::string(name) + "'; the switches are " + switch_names());
 }

@@ -20,6 +20,12 @@ namespace orochi::engine {
 struct RunSwitches {
   backends::KernelOptions kernels;
   dist::SequenceParallelOptions sp;
+  // kernels=generic: only the kernels every supported GPU runs (cuDNN attention, cuBLASLt), as on a
+  // GPU without Hopper's sm_90a instructions; how an H200 tests what a 3090 or 4090 runs.
+  bool generic_kernels = false;
+  // The switches given (--set or the environment), by name: engine/gpu_capability.h refuses a
+  // Hopper kernel that was asked for on another GPU, and turns off one that is only the default.
+  std::vector<std::string> given;
 };
 
 struct SwitchInfo {

@@ -120,6 +120,8 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   if (o.precision != Precision::kBf16 && o.gpus > 1)
     return unsupported(std::string("bench dit --precision ") + precision_name(o.precision) +
                        " runs on one GPU for now (issue 25): use --gpus 1");
+  // The kernels these GPUs run (the generic path off compute capability 9.0), before any GPU work.
+  OROCHI_ASSIGN_OR_RETURN(const RunSwitches switches, gpu_switches(o.switches, o.precision, o.device, o.gpus));
   // The LoRA files read and mapped first: a bad file is refused before any GPU work.
   std::vector<h3::H3Lora> loras;
   for (const LoraSource& l : o.loras) {
@@ -142,7 +144,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   note(line);
   // One GPU, or every GPU of --gpus on the same request: the planner's choice.
   double weights_gib = 0, request_gib = 0;
-  one_gpu_figures(config, layout, o.text_rows, size.timesteps, o.switches, &weights_gib, &request_gib);
+  one_gpu_figures(config, layout, o.text_rows, size.timesteps, switches, &weights_gib, &request_gib);
   OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees degrees,
                           planner::choose_parallel(o.parallel, config, o.gpus, static_cast<double>(total) / kGiB,
                                                    weights_gib, request_gib));
@@ -150,7 +152,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   parallel.tp = degrees.tp;
   parallel.sp = degrees.sp;
   parallel.comm_deadline = std::chrono::milliseconds(int64_t{o.comm_timeout_s} * 1000);
-  parallel.pace = o.switches.sp.pace;
+  parallel.pace = switches.sp.pace;
   std::optional<StreamingChoice> streaming;
   h3::gpu::WeightStreaming weight_streaming;
   if (o.vram_per_gpu_gib) {
@@ -168,7 +170,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   }
   std::vector<int> devices;
   for (int g = 0; g < degrees.tp * degrees.sp; ++g) devices.push_back(o.device + g);
-  const h3::gpu::RunnerOptions runner_options{o.switches.kernels, o.switches.sp, o.precision};
+  const h3::gpu::RunnerOptions runner_options{switches.kernels, switches.sp, o.precision};
   OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context(devices, parallel));
   OROCHI_ASSIGN_OR_RETURN(auto created, h3::gpu::H3MultiGpu::create(config, std::move(context), size, weight_streaming,
                                                                     runner_options));
@@ -266,7 +268,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
                    {"out_finite", finite}, {"outputs_fnv1a", fnv1a_hex({&out.video, &out.audio})}, {"gpus", o.gpus},
                    {"tp", parallel.tp}, {"sp", parallel.sp}, {"layout_why", degrees.why},
                    {"refs", o.references_spec},
-                   {"precision", precision_name(o.precision)}, {"attention", runner0.attention_kernel()}, {"switches", run_switches_json(o.switches)}};
+                   {"precision", precision_name(o.precision)}, {"attention", runner0.attention_kernel()}, {"switches", run_switches_json(switches)}};
   if (o.profile) j["profile"] = profile;
   if (!o.loras.empty()) j["loras"] = lora_json;
   if (streaming) {

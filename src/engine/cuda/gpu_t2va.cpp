@@ -97,15 +97,18 @@ Expected<GpuT2va> make(const h3::H3Config& transformer, const h3vae::VideoVaeCon
   const int device = placement.device;
   std::vector<int> devices;
   for (int i = 0; i < placement.tp * placement.sp; ++i) devices.push_back(device + i);
+  // The kernels these GPUs run (the generic path off compute capability 9.0), before any upload.
+  OROCHI_ASSIGN_OR_RETURN(const RunSwitches switches, gpu_switches(placement.switches, placement.precision, device,
+                                                                   placement.tp * placement.sp));
   // The denoiser's parallel context: its tp x sp groups and workers, freed with the denoiser.
   dist::GpuParallelOptions parallel;
   parallel.tp = placement.tp;
   parallel.sp = placement.sp;
   parallel.comm_deadline = std::chrono::seconds(placement.comm_timeout_s);
-  parallel.pace = placement.switches.sp.pace;
+  parallel.pace = switches.sp.pace;
   OROCHI_ASSIGN_OR_RETURN(auto context, dist::make_gpu_context(devices, parallel));
   const h3::gpu::WeightStreaming streaming{placement.streamed, placement.slots, h3::gpu::WeightTier::kHost, -1};
-  const h3::gpu::RunnerOptions runner_options{placement.switches.kernels, placement.switches.sp, placement.precision};
+  const h3::gpu::RunnerOptions runner_options{switches.kernels, switches.sp, placement.precision};
   OROCHI_ASSIGN_OR_RETURN(auto denoiser, h3::gpu::GpuDenoiser::create(transformer, std::move(context),
                                                                       pipeline::request_size(plan), streaming,
                                                                       runner_options));

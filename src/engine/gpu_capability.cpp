@@ -1,0 +1,54 @@
+#include "engine/gpu_capability.h"
+
+#include <algorithm>
+
+namespace orochi::engine {
+
+std::string ComputeCapability::to_string() const { return std::to_string(major) + "." + std::to_string(minor); }
+
+bool runs_sm90a(ComputeCapability cc) { return cc.major == 9 && cc.minor == 0; }
+
+bool has_fp8(ComputeCapability cc) { return cc.major > 8 || (cc.major == 8 && cc.minor >= 9); }
+
+namespace {
+
+// The switches that only mean something for the sm_90a kernels, and the value that asks for one.
+struct HopperSwitch {
+  const char* name;
+  bool (*asks)(const RunSwitches&);
+};
+const HopperSwitch kHopperSwitches[] = {
+    {"attention", [](const RunSwitches& r) { return r.kernels.flash_attention; }},
+    {"gemm", [](const RunSwitches& r) { return r.kernels.gemm_sm90a; }},
+    {"flash-kv-block", [](const RunSwitches&) { return true; }},
+    {"flash-pingpong", [](const RunSwitches&) { return true; }},
+    {"flash-split-tail", [](const RunSwitches&) { return true; }},
+    {"flash-rescale", [](const RunSwitches&) { return true; }},
+};
+
+bool given(const RunSwitches& r, const char* name) { return std::find(r.given.begin(), r.given.end(), name) != r.given.end(); }
+
+}  // namespace
+
+Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision precision, ComputeCapability cc,
+                                       const std::string& gpu) {
+  const std::string where = gpu + " (compute capability " + cc.to_string() + ")";
+  if (precision == Precision::kFp8 && !has_fp8(cc))
+    return unsupported("--precision fp8 needs FP8 tensor cores (compute capability 8.9 or later: RTX 4090, L40, "
+                       "H100/H200); " + where + " has none: use --precision int8");
+  RunSwitches out = switches;
+  if (runs_sm90a(cc) && !switches.generic_kernels) return out;
+  const std::string why = switches.generic_kernels && runs_sm90a(cc)
+                              ? "kernels=generic keeps the run off Orochi's sm_90a kernels"
+                              : "Orochi's sm_90a kernels run on compute capability 9.0 only, and " + where + " is not";
+  for (const HopperSwitch& h : kHopperSwitches)
+    if (given(switches, h.name) && h.asks(switches))
+      return unsupported("--set " + std::string(h.name) + "=" + run_switches_json(switches)[h.name].get<std::string>() +
+                         " asks for a Hopper kernel: " + why +
+                         "; drop it (the generic path runs cuDNN attention and cuBLASLt GEMMs)");
+  out.kernels.flash_attention = false;
+  out.kernels.gemm_sm90a = false;
+  return out;
+}
+
+}  // namespace orochi::engine

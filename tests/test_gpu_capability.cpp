@@ -1,0 +1,88 @@
+// engine/gpu_capability.h: which kernels a run takes on A100 (8.0), RTX 3090 (8.6), RTX 4090 (8.9)
+// and H200 (9.0), for the default switches, switches that ask for a Hopper kernel, kernels=generic,
+// and each precision.
+#include <gtest/gtest.h>
+
+#include "engine/gpu_capability.h"
+
+namespace orochi::engine {
+namespace {
+
+RunSwitches given(const char* list) {
+  RunSwitches s;
+  EXPECT_TRUE(set_run_switches(s, list).is_ok()) << list;
+  return s;
+}
+
+TEST(GpuCapability, FeaturesByComputeCapability) {
+  EXPECT_FALSE(runs_sm90a({8, 0}));
+  EXPECT_FALSE(runs_sm90a({8, 9}));
+  EXPECT_TRUE(runs_sm90a({9, 0}));
+  EXPECT_FALSE(runs_sm90a({10, 0}));  // sm_90a code does not run on Blackwell
+  EXPECT_FALSE(has_fp8({8, 0}));
+  EXPECT_FALSE(has_fp8({8, 6}));
+  EXPECT_TRUE(has_fp8({8, 9}));
+  EXPECT_TRUE(has_fp8({9, 0}));
+  EXPECT_EQ(ComputeCapability({8, 6}).to_string(), "8.6");
+}
+
+TEST(GpuCapability, DefaultsTakeTheHopperKernelsOnlyOn90) {
+  for (const ComputeCapability cc : {ComputeCapability{8, 0}, {8, 6}, {8, 9}, {9, 0}}) {
+    for (const Precision p : {Precision::kBf16, Precision::kInt8}) {
+      Expected<RunSwitches> s = switches_for_gpu(RunSwitches{}, p, cc, "GPU");
+      ASSERT_TRUE(s.has_value()) << cc.to_string() << ": " << s.status().to_string();
+      EXPECT_EQ(s->kernels.flash_attention, runs_sm90a(cc)) << cc.to_string();
+      EXPECT_FALSE(s->kernels.gemm_sm90a) << cc.to_string();  // off by default everywhere
+      EXPECT_EQ(run_switches_json(*s)["attention"], cc.major == 9 ? "flash" : "cudnn");
+    }
+  }
+}
+
+TEST(GpuCapability, HopperSwitchesAreRefusedElsewhereWithTheGpuNamed) {
+  for (const char* list : {"attention=flash", "gemm=sm90a", "flash-kv-block=176", "flash-rescale=eager"}) {
+    for (const ComputeCapability cc : {ComputeCapability{8, 0}, {8, 6}, {8, 9}}) {
+      Expected<RunSwitches> s = switches_for_gpu(given(list), Precision::kBf16, cc, "NVIDIA GeForce RTX 3090");
+      ASSERT_FALSE(s.has_value()) << list << " on " << cc.to_string();
+      EXPECT_EQ(s.status().code(), ErrorCode::kUnsupported);
+      const std::string m = s.status().message();
+      EXPECT_NE(m.find("RTX 3090 (compute capability " + cc.to_string() + ")"), std::string::npos) << m;
+      EXPECT_NE(m.find(std::string("--set ") + list), std::string::npos) << m;
+    }
+    Expected<RunSwitches> h200 = switches_for_gpu(given(list), Precision::kBf16, {9, 0}, "H200");
+    EXPECT_TRUE(h200.has_value()) << list << ": " << h200.status().to_string();
+  }
+  // Generic choices are fine anywhere.
+  Expected<RunSwitches> generic = switches_for_gpu(given("attention=cudnn,gemm=cublas,qk-norm=items"),
+                                                   Precision::kInt8, {8, 6}, "A6000");
+  ASSERT_TRUE(generic.has_value()) << generic.status().to_string();
+  EXPECT_FALSE(generic->kernels.flash_attention);
+  EXPECT_TRUE(generic->kernels.qk_norm_items);
+}
+
+TEST(GpuCapability, KernelsGenericForcesTheGenericPathOnHopper) {
+  Expected<RunSwitches> s = switches_for_gpu(given("kernels=generic"), Precision::kBf16, {9, 0}, "H200");
+  ASSERT_TRUE(s.has_value()) << s.status().to_string();
+  EXPECT_FALSE(s->kernels.flash_attention);
+  EXPECT_FALSE(s->kernels.gemm_sm90a);
+  EXPECT_EQ(run_switches_json(*s)["kernels"], "generic");
+  Expected<RunSwitches> both = switches_for_gpu(given("kernels=generic,gemm=sm90a"), Precision::kBf16, {9, 0}, "H200");
+  ASSERT_FALSE(both.has_value());
+  EXPECT_NE(both.status().message().find("kernels=generic"), std::string::npos) << both.status().message();
+}
+
+TEST(GpuCapability, Fp8IsRefusedBelow89WithInt8Advised) {
+  for (const ComputeCapability cc : {ComputeCapability{8, 0}, {8, 6}}) {
+    Expected<RunSwitches> s = switches_for_gpu(RunSwitches{}, Precision::kFp8, cc, "A100");
+    ASSERT_FALSE(s.has_value()) << cc.to_string();
+    EXPECT_EQ(s.status().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(s.status().message().find("use --precision int8"), std::string::npos) << s.status().message();
+  }
+  for (const ComputeCapability cc : {ComputeCapability{8, 9}, {9, 0}}) {
+    Expected<RunSwitches> s = switches_for_gpu(RunSwitches{}, Precision::kFp8, cc, "RTX 4090");
+    ASSERT_TRUE(s.has_value()) << cc.to_string() << ": " << s.status().to_string();
+    EXPECT_EQ(s->kernels.flash_attention, cc.major == 9);
+  }
+}
+
+}  // namespace
+}  // namespace orochi::engine
