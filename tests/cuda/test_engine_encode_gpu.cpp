@@ -1,6 +1,6 @@
 // On the device (issues 23, 28): the engine's reference-encode phase on a GPU.
-//   - The demo's references (the ref2va golden's media: two pictures, a 30 fps video with its mono
-//     soundtrack, a stereo clip) and fl2va keyframes, encoded by a GPU engine, equal the CPU engine's
+//   - The demo's references (two pictures, a 30 fps video with its mono soundtrack, a stereo clip,
+//     written here as PPM / Y4M + WAV / WAV, which the FFmpeg-less device build reads) and fl2va keyframes, encoded by a GPU engine, equal the CPU engine's
 //     encode within the stated bounds: video latents rel L2 <= 1e-2 (the GPU's convolutions use TF32
 //     as the reference's fp32 encode does on a GPU; the CPU is fp32; the seed-42 noise, fp16 round and
 //     normalization are the same host code), audio rows rel L2 <= 1e-4 (f32 on both sides). A second
@@ -16,6 +16,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include "core/random.h"
 #include "engine/engine.h"
@@ -24,15 +27,56 @@
 #include "models/h3_video_vae/cuda/gpu_encoder.h"
 #include "models/h3_video_vae/encoder_posterior.h"
 #include "models/h3_video_vae/encoder_random.h"
-#include "support/paths.h"
+#include "io/wav_writer.h"
+#include "io/y4m_writer.h"
 
 namespace orochi::engine {
 namespace {
 
 using Kind = ReferenceInput::Kind;
 
-std::string ref2va_media(const std::string& name) { return testing::test_data_dir() + "/h3_ref2va/" + name; }
-std::string image(const std::string& name) { return testing::test_data_dir() + "/reference_media/images/" + name; }
+// The media, uncompressed (io/raw_media_in.h): 80x48 and 48x72 pictures, an 80x48 30 fps video of 36
+// frames with a 1.2 s mono 44.1 kHz soundtrack (video.wav beside video.y4m), a 1.5 s stereo 16 kHz clip.
+const std::string& media_dir() {
+  static const std::string dir = [] {
+    const std::filesystem::path d = std::filesystem::temp_directory_path() / ("orochi_encode_gpu_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    auto pattern = [](int64_t n, int seed) {
+      std::vector<uint8_t> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<uint8_t>((i * (7 + seed) + i / 101 * 13) % 256);
+      return v;
+    };
+    auto ppm = [&](const std::string& name, int64_t w, int64_t h, int seed) {
+      std::ofstream f(d / name, std::ios::binary);
+      f << "P6\n" << w << " " << h << "\n255\n";
+      const std::vector<uint8_t> px = pattern(w * h * 3, seed);
+      f.write(reinterpret_cast<const char*>(px.data()), static_cast<std::streamsize>(px.size()));
+    };
+    ppm("image_wide.ppm", 80, 48, 1);
+    ppm("image_tall.ppm", 48, 72, 2);
+    io::VideoFrames v;
+    v.frames = 36;
+    v.height = 48;
+    v.width = 80;
+    v.fps = {30, 1};
+    v.rgb = pattern(36 * 48 * 80 * 3, 3);
+    EXPECT_TRUE(io::write_y4m((d / "video.y4m").string(), v).is_ok());
+    auto tone = [](int rate, int channels, int64_t n) {
+      io::AudioTrack a;
+      a.sample_rate = rate;
+      a.channels = channels;
+      a.samples.resize(static_cast<size_t>(n * channels));
+      for (size_t i = 0; i < a.samples.size(); ++i) a.samples[i] = 0.4f * std::sin(0.02f * static_cast<float>(i));
+      return a;
+    };
+    EXPECT_TRUE(io::write_wav((d / "video.wav").string(), tone(44100, 1, 52920)).is_ok());
+    EXPECT_TRUE(io::write_wav((d / "clip.wav").string(), tone(16000, 2, 24000)).is_ok());
+    return d.string();
+  }();
+  return dir;
+}
+std::string ref2va_media(const std::string& name) { return media_dir() + "/" + name; }
+std::string image(const std::string& name) { return media_dir() + "/" + name; }
 
 double rel_l2(const Tensor& a, const Tensor& b) {
   const Tensor x = a.contiguous().to(DType::kF32), y = b.contiguous().to(DType::kF32);
@@ -76,7 +120,6 @@ class EngineEncodeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     if (gpu_backend().device_count() == 0) GTEST_SKIP() << "no GPU";
-    if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
   }
 };
 
@@ -120,15 +163,15 @@ void compare_engines(const GenerateRequest& request, const char* what) {
 }
 
 TEST_F(EngineEncodeGpu, DemoReferencesMatchTheCpuEncode) {
-  compare_engines(request_with({{Kind::kImage, ref2va_media("image_wide.png")},
-                                {Kind::kVideo, ref2va_media("video.mov")},
+  compare_engines(request_with({{Kind::kImage, ref2va_media("image_wide.ppm")},
+                                {Kind::kVideo, ref2va_media("video.y4m")},
                                 {Kind::kAudio, ref2va_media("clip.wav")},
-                                {Kind::kImage, ref2va_media("image_tall.png")}}),
+                                {Kind::kImage, ref2va_media("image_tall.ppm")}}),
                   "ref2va");
 }
 
 TEST_F(EngineEncodeGpu, DemoKeyframesMatchTheCpuEncode) {
-  compare_engines(request_with({{Kind::kFirstFrame, image("rgb_odd.png")}, {Kind::kLastFrame, image("gray.png")}}),
+  compare_engines(request_with({{Kind::kFirstFrame, image("image_wide.ppm")}, {Kind::kLastFrame, image("image_tall.ppm")}}),
                   "fl2va");
 }
 
@@ -187,8 +230,8 @@ TEST_F(EngineEncodeGpu, RandomEncodersAreTheHostRulesWeights) {
 TEST_F(EngineEncodeGpu, RandomWeightsEngineEncodesOnTheGpuAndFreesIt) {
   std::unique_ptr<Engine> engine = open_engine("cuda:0", /*random=*/true);
   ASSERT_TRUE(engine);
-  GenerateRequest r = request_with({{Kind::kImage, ref2va_media("image_wide.png")},
-                                    {Kind::kVideo, ref2va_media("video.mov")},
+  GenerateRequest r = request_with({{Kind::kImage, ref2va_media("image_wide.ppm")},
+                                    {Kind::kVideo, ref2va_media("video.y4m")},
                                     {Kind::kAudio, ref2va_media("clip.wav")}});
   r.width = 832;
   r.height = 480;
@@ -214,8 +257,8 @@ TEST_F(EngineEncodeGpu, RandomWeightsEngineEncodesOnTheGpuAndFreesIt) {
 
 TEST_F(EngineEncodeGpu, TwoGpusShareAVideosClipsBitForBit) {
   if (gpu_backend().device_count() < 2) GTEST_SKIP() << "needs 2 GPUs";
-  const GenerateRequest r = request_with({{Kind::kVideo, ref2va_media("video.mov")},
-                                          {Kind::kImage, ref2va_media("image_wide.png")}});
+  const GenerateRequest r = request_with({{Kind::kVideo, ref2va_media("video.y4m")},
+                                          {Kind::kImage, ref2va_media("image_wide.ppm")}});
   std::unique_ptr<Engine> one = open_engine("cuda:0"), two = open_engine("cuda:0", false, 2);
   ASSERT_TRUE(one && two);
   Expected<RunPlan> p1 = one->plan(r), p2 = two->plan(r);
