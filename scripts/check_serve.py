@@ -42,6 +42,20 @@ def expect(condition, what):
         raise CheckFailed(what)
 
 
+def lora_file(path, hidden=32, inner=32, rank=2):
+    """A diffusers-format LoRA on the demo model's block 0 q projection, as safetensors (f32)."""
+    key = "transformer.transformer_blocks.0.attn.to_q."
+    tensors = [(key + "lora_A.weight", [rank, hidden]), (key + "lora_B.weight", [inner, rank])]
+    header, data = {}, b""
+    for i, (name, shape) in enumerate(tensors):
+        values = [0.5 * ((j * 7 + i * 3) % 11 - 5) / 5 for j in range(shape[0] * shape[1])]
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + 4 * len(values)]}
+        data += struct.pack("<%df" % len(values), *values)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
 def png(width, height):
     """A small RGB PNG (a gradient), as keyframe uploads."""
     rows = b"".join(b"\x00" + b"".join(bytes((x * 255 // (width - 1), y * 255 // (height - 1), 96)) for x in range(width))
@@ -68,7 +82,7 @@ class Server:
         log = open(os.path.join(self.work, "serve-%d.log" % self.starts), "wb")
         self.process = subprocess.Popen(
             [self.orochi, "serve", "--port", "0", "--jobs-dir", self.jobs, "--media-root", self.media, "--api-key", KEY,
-             "--queue-max", str(QUEUE_MAX), "--max-upload-mb", str(UPLOAD_MB), "--quiet"],
+             "--queue-max", str(QUEUE_MAX), "--max-upload-mb", str(UPLOAD_MB), "--lora-dir", os.path.join(self.work, "loras"), "--quiet"],
             stdout=subprocess.PIPE, stderr=log)
         line = self.process.stdout.readline().decode()
         expect("listening on http://127.0.0.1:" in line, "orochi serve did not say where it listens: %r (log %s)" % (line, log.name))
@@ -200,6 +214,8 @@ class Checks:
             f.write(png(96, 64))
         with open(os.path.join(self.work, "outside.png"), "wb") as f:
             f.write(png(32, 32))
+        os.makedirs(os.path.join(self.work, "loras"))
+        lora_file(os.path.join(self.work, "loras", "style.safetensors"))
         self.server = Server(args.orochi, self.work, self.jobs, self.media)
         self.c = Client(self.server)
         self.finished = {}  # id -> (status, sha256 of the video or None)
@@ -218,6 +234,7 @@ class Checks:
             self.queue_bound()
             self.concurrent_clients()
             self.hostile_requests()
+            self.request_loras()
             self.restart()
         finally:
             self.server.stop()
@@ -457,6 +474,28 @@ class Checks:
                % sorted(set(os.listdir(self.jobs)) - set(folders_before)))
         self.log("%d hostile requests answered 400/401/404/411/413/415 with JSON errors; 1 GiB refused from its "
                  "headers; nothing written outside the jobs folder" % (len(cases) + 4))
+
+    def request_loras(self):
+        """A job runs --lora-dir's LoRA it names (its record says so); an unknown name is a 400 naming the offered."""
+        status, _, data = self.c.request("GET", "/v1/models")
+        offered = json.loads(data)["data"][0]["loras"]
+        expect(status == 200 and [l["name"] for l in offered] == ["style"], "/v1/models loras: %s" % offered)
+        status, _, data = self.c.request("POST", "/v1/videos", json.dumps(dict(TINY, prompt="x", loras=["nope"])).encode(),
+                                         {"Content-Type": "application/json"})
+        err = json.loads(data)["error"]
+        expect(status == 400 and err["param"] == "loras" and "'nope'" in err["message"] and "[style]" in err["message"],
+               "an unknown LoRA: %d %s" % (status, err))
+        v = self.c.create(dict(TINY, prompt="styled", seed=3, loras=[{"name": "style", "strength": 0.5}]))
+        done = self.c.wait(v["id"])
+        expect(done["status"] == "completed" and done["loras"] == [{"name": "style", "strength": 0.5}],
+               "a job with a LoRA: %s" % done)
+        with open(os.path.join(self.jobs, v["id"], "video.json")) as f:
+            ran = json.load(f)["loras"]
+        expect(len(ran) == 1 and ran[0]["file"].endswith("style.safetensors") and ran[0]["strength"] == 0.5
+               and ran[0]["cached"] is False, "the job's report of its LoRAs: %s" % ran)
+        self.finished[v["id"]] = ("completed", None)
+        self.log("a job ran --lora-dir's LoRA it named (recorded in its request and report); an unknown LoRA: 400 "
+                 "naming the offered ones")
 
     def restart(self):
         running = self.c.create(dict(LONG, prompt="running at the restart"))

@@ -38,6 +38,9 @@ TEST(ServerCli, HelpAndUsageErrors) {
   const testing::CliResult key_file = testing::run_orochi("serve --api-key-file /nonexistent/key");
   EXPECT_EQ(key_file.code, 1) << key_file.output;
   EXPECT_TRUE(contains(key_file.output, "cannot be read")) << key_file.output;
+  const testing::CliResult lora_dir = testing::run_orochi("serve --lora-dir /nonexistent/loras");
+  EXPECT_EQ(lora_dir.code, 1) << lora_dir.output;
+  EXPECT_TRUE(contains(lora_dir.output, "--lora-dir /nonexistent/loras: not a folder")) << lora_dir.output;
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ TEST(ServerRequest, TypesLimitsAndUnknownFieldsAreRefusedByName) {
   expect_refused(with("sigmas", 1), "sigmas", "must be an array");
   expect_refused(with("ref_video_audio", true), "ref_video_audio", "none is given");
   expect_refused(with("ref_size", "4096"), "ref_size", "\"2048\" or \"match\"");
-  expect_refused(with("loras", {"style"}), "loras", "merged the LoRAs []");
+  expect_refused(with("loras", {"style"}), "loras", "unknown LoRA 'style': this server offers [none]");
 }
 
 TEST(ServerRequest, ReferencePathsResolveInsideTheMediaRoot) {
@@ -221,15 +221,54 @@ TEST(ServerRequest, UploadsAreReferencesInTheOrderSent) {
                  {{"reference", "a.png", "image/png", "/p/1.png"}});
 }
 
-TEST(ServerRequest, LorasNameTheServersOwn) {
+TEST(ServerRequest, LorasPickFromThoseTheServerOffers) {
   RequestRules r = rules();
-  r.loras = {"style", "motion"};
-  ApiResult<VideoRequest> p = parse({{"prompt", "x"}, {"loras", {"motion", "style"}}}, r);
+  r.loras = {{"style", "/l/style.safetensors", 0.8f, true}, {"motion", "/d/motion.safetensors", 1.0f, false}};
+  // Names in the request's order, at their offered strength or the one given.
+  ApiResult<VideoRequest> p = parse({{"prompt", "x"}, {"loras", {"motion", {{"name", "style"}, {"strength", 0.25}}}}}, r);
   ASSERT_TRUE(p) << p.error().message;
-  EXPECT_EQ(p->loras, (std::vector<std::string>{"style", "motion"}));
-  expect_refused({{"prompt", "x"}, {"loras", {"style"}}}, "loras", "merged the LoRAs [style, motion]", 400, r);
-  expect_refused({{"prompt", "x"}, {"loras", {"style", "other"}}}, "loras", "cannot change them", 400, r);
-  expect_refused({{"prompt", "x"}, {"loras", {{{"name", "style"}}}}}, "loras", "array of LoRA names", 400, r);
+  ASSERT_TRUE(p->request.loras.has_value());
+  ASSERT_EQ(p->request.loras->size(), 2u);
+  EXPECT_EQ((*p->request.loras)[0].path, "/d/motion.safetensors");
+  EXPECT_EQ((*p->request.loras)[0].strength, 1.0f);
+  EXPECT_EQ((*p->request.loras)[1].path, "/l/style.safetensors");
+  EXPECT_EQ((*p->request.loras)[1].strength, 0.25f);
+  EXPECT_EQ(p->loras, (std::vector<Json>{{{"name", "motion"}, {"strength", 1.0}}, {{"name", "style"}, {"strength", 0.25}}}));
+  // Without the field: the --lora set; [] runs none.
+  ApiResult<VideoRequest> d = parse({{"prompt", "x"}}, r);
+  ASSERT_TRUE(d && d->request.loras && d->request.loras->size() == 1u);
+  EXPECT_EQ((*d->request.loras)[0].path, "/l/style.safetensors");
+  EXPECT_EQ((*d->request.loras)[0].strength, 0.8f);
+  ApiResult<VideoRequest> none = parse({{"prompt", "x"}, {"loras", Json::array()}}, r);
+  ASSERT_TRUE(none && none->request.loras && none->request.loras->empty());
+  expect_refused({{"prompt", "x"}, {"loras", {"style", "other"}}}, "loras",
+                 "unknown LoRA 'other': this server offers [style, motion]", 400, r);
+  expect_refused({{"prompt", "x"}, {"loras", {"style", "style"}}}, "loras", "named twice", 400, r);
+  expect_refused({{"prompt", "x"}, {"loras", {{{"name", "style"}, {"strength", 40}}}}}, "loras", "[-16, 16]", 400, r);
+  expect_refused({{"prompt", "x"}, {"loras", {{{"name", "style"}, {"scale", 1}}}}}, "loras", "the key 'scale'", 400, r);
+  expect_refused({{"prompt", "x"}, {"loras", {1}}}, "loras", "array of LoRA names or", 400, r);
+}
+
+TEST(ServerRequest, TheOfferedLorasAreTheStartOnesThenTheFolders) {
+  testing::TempDir dir("server_loras");
+  std::filesystem::create_directories(dir.path / "loras");
+  for (const char* f : {"b.safetensors", "a.safetensors", "notes.txt"}) std::ofstream(dir.path / "loras" / f) << "x";
+  Expected<std::vector<OfferedLora>> o = offered_loras({{dir.file("own.safetensors"), 0.5f}}, (dir.path / "loras").string());
+  ASSERT_TRUE(o.has_value()) << o.status().to_string();
+  ASSERT_EQ(o->size(), 3u);
+  EXPECT_EQ(offered_names(*o), "own, a, b");
+  EXPECT_TRUE((*o)[0].at_start);
+  EXPECT_EQ((*o)[0].strength, 0.5f);
+  EXPECT_FALSE((*o)[1].at_start);
+  // A --lora file inside the folder is offered once, at its --lora strength; two files of one name are refused.
+  Expected<std::vector<OfferedLora>> inside = offered_loras({{(dir.path / "loras" / "a.safetensors").string(), 2.0f}},
+                                                           (dir.path / "loras").string());
+  ASSERT_TRUE(inside.has_value()) << inside.status().to_string();
+  EXPECT_EQ(offered_names(*inside), "a, b");
+  Expected<std::vector<OfferedLora>> twice = offered_loras({{dir.file("a.safetensors"), 1.0f}}, (dir.path / "loras").string());
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_NE(twice.status().message().find("two LoRAs are named 'a'"), std::string::npos) << twice.status().message();
+  EXPECT_FALSE(offered_loras({}, dir.file("missing")).has_value());
 }
 
 TEST(ServerRequest, MultipartTextPartsReadAsJsonValues) {

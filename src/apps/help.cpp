@@ -232,8 +232,8 @@ constexpr const char* kBenchTextHelp =
 
 constexpr const char* kServeHelp =
     "usage: orochi serve [MODEL_DIR] [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-key-file F]\n"
-    "                    [--jobs-dir orochi-jobs] [--media-root DIR] [--queue-max 16] [--max-upload-mb 256]\n"
-    "                    [--crf 18] [--quiet] [generate's model-source and engine options]\n"
+    "                    [--jobs-dir orochi-jobs] [--media-root DIR] [--lora-dir DIR] [--queue-max 16]\n"
+    "                    [--max-upload-mb 256] [--crf 18] [--quiet] [generate's model-source and engine options]\n"
     "  the model loaded once and kept; video jobs over HTTP as the OpenAI videos API (POST /v1/videos,\n"
     "  GET /v1/videos[/{id}[/content|/events]], DELETE /v1/videos/{id}, GET /v1/models, GET /health) and a\n"
     "  page at / to use it from a browser (README.md: `orochi serve`, a curl example per route)\n"
@@ -248,6 +248,9 @@ constexpr const char* kServeHelp =
     "                         listed again and jobs a stop interrupted are marked failed (not re-run)\n"
     "  --media-root DIR       requests may name reference files by path relative to DIR (never outside\n"
     "                         it); without it only uploaded files are taken\n"
+    "  --lora-dir DIR         every DIR/*.safetensors LoRA is offered to requests by its file name\n"
+    "                         without .safetensors (strength 1 unless a request gives one), beside the\n"
+    "                         --lora files; merged only when a request names it\n"
     "  --queue-max N          jobs waiting at most, 1 to 100000 (default 16); more get 429. Jobs run one\n"
     "                         at a time\n"
     "  --max-upload-mb N      a multipart request's size at most, 1 to 1048576 MiB (default 256); JSON\n"
@@ -255,14 +258,16 @@ constexpr const char* kServeHelp =
     "  --crf Q                the videos' H.264 quality 0 to 51 (default 18)\n"
     "  --random-weights --transformer FILE --transformer-config F --qkv-order O --lora FILE[:STRENGTH]\n"
     "  --vae F --audio-vae F --text-encoder F --tokenizer DIR --comfy-models DIR\n"
-    "                         the model source, as generate takes it (LoRAs merged once, at start)\n"
+    "                         the model source, as generate takes it (the --lora files merged at start)\n"
     "  --device D --gpus N --parallel MODE --comm-timeout S --set NAME=VALUE[,...] --precision P\n"
     "                         where and how it runs, as generate takes them\n"
     "  --quiet                no engine notes on stderr\n"
     "  --help, -h             this text\n"
     "  per request (POST /v1/videos fields, README.md's table): the schedule as generate's options set it\n"
     "  (preset turbo8|turbo4, sigmas and audio_sigmas as number arrays, video_shift, audio_shift), and\n"
-    "  loras: names (file stems) of the --lora files merged at start, which a request may name, never change\n"
+    "  loras: the LoRAs to run, from those --lora and --lora-dir offer (GET /v1/models lists them), each a\n"
+    "  name (file stem) or {\"name\": N, \"strength\": S}, in order; [] none; left out: the --lora files. A set\n"
+    "  differing from the last job's is merged anew into freshly read weights; the same set is not\n"
     "  stops on SIGINT / SIGTERM; a job running then is marked failed at the next start\n";
 
 constexpr const char* kHelpHelp =

@@ -1,5 +1,6 @@
 #include "apps/serve_options.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "apps/args.h"
@@ -9,7 +10,7 @@
 namespace orochi::apps {
 
 Expected<ServeOptions> parse_serve_options(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = {"host", "port", "api-key", "api-key-file", "jobs-dir", "media-root",
+  std::set<std::string> valued = {"host", "port", "api-key", "api-key-file", "jobs-dir", "media-root", "lora-dir",
                                   "queue-max", "max-upload-mb", "crf"};
   std::set<std::string> flags = {"quiet"}, repeatable;
   add_model_source_options(valued, flags, repeatable);
@@ -38,6 +39,12 @@ Expected<ServeOptions> parse_serve_options(const std::vector<std::string>& argv)
   s.jobs_dir = args.get("jobs-dir", "orochi-jobs");
   if (s.jobs_dir.empty()) return usage_error("--jobs-dir needs a folder");
   if (args.has("media-root")) s.media_root = args.get("media-root", "");
+  if (args.has("lora-dir")) {
+    s.lora_dir = args.get("lora-dir", "");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(*s.lora_dir, ec))
+      return invalid_argument("--lora-dir " + *s.lora_dir + ": not a folder (its .safetensors LoRAs are offered to requests)");
+  }
   OROCHI_ASSIGN_OR_RETURN(const int64_t queue_max, args.get_int("queue-max", 16, 1, 100000));
   s.queue_max = static_cast<size_t>(queue_max);
   OROCHI_ASSIGN_OR_RETURN(const int64_t upload_mb, args.get_int("max-upload-mb", 256, 1, 1 << 20));

@@ -417,27 +417,45 @@ ApiResult<VideoRequest> parse_video_request(const Json& body, const std::vector<
     r.ref_size = size == "match" ? engine::RefSize::kMatch : engine::RefSize::k2048;
   }
 
-  // LoRAs are merged once, when the server starts: a request may name them (to be sure of what it
-  // gets), never change them.
+  // LoRAs: picked from those the server offers (lora_catalog.h), in order, each a name (at its offered
+  // strength) or {"name", "strength"}; [] runs none; without the field, the --lora set. The engine
+  // merges a set anew only when it differs from the one it holds.
+  std::vector<engine::LoraSource> chosen;
   if (has("loras")) {
-    std::vector<std::string> names;
+    const std::string usage = "loras is an array of LoRA names or {\"name\": NAME, \"strength\": S} objects";
     for (const Json& v : body["loras"]) {
-      if (!v.is_string()) return bad_request("loras must be an array of LoRA names (strings)", "loras");
-      names.push_back(v.get<std::string>());
+      const bool named_object = v.is_object() && v.contains("name") && v["name"].is_string();
+      if (!v.is_string() && !named_object) return bad_request(usage, "loras");
+      const std::string name = v.is_string() ? v.get<std::string>() : v["name"].get<std::string>();
+      auto offered = std::find_if(rules.loras.begin(), rules.loras.end(), [&](const OfferedLora& l) { return l.name == name; });
+      if (offered == rules.loras.end())
+        return bad_request("unknown LoRA '" + name.substr(0, 80) + "': this server offers [" + offered_names(rules.loras) +
+                               "] (orochi serve --lora FILE, --lora-dir DIR)",
+                           "loras");
+      float strength = offered->strength;
+      if (named_object) {
+        for (const auto& [key, value] : v.items())
+          if (key != "name" && key != "strength") return bad_request(usage + ", got the key '" + key.substr(0, 40) + "'", "loras");
+        if (v.contains("strength")) {
+          const Json& s = v["strength"];
+          if (!s.is_number() || !std::isfinite(s.get<double>()) || s.get<double>() < -16 || s.get<double>() > 16)
+            return bad_request("the strength of LoRA '" + name + "' must be a number in [-16, 16]", "loras");
+          strength = s.get<float>();
+        }
+      }
+      for (const engine::LoraSource& c : chosen)
+        if (c.path == offered->path) return bad_request("LoRA '" + name + "' is named twice", "loras");
+      chosen.push_back({offered->path, strength});
+      out.loras.push_back({{"name", name}, {"strength", strength}});
     }
-    std::vector<std::string> served = rules.loras;
-    std::sort(names.begin(), names.end());
-    std::sort(served.begin(), served.end());
-    if (names != served) {
-      std::string list;
-      for (const std::string& n : rules.loras) list += (list.empty() ? "" : ", ") + n;
-      return bad_request("this server merged the LoRAs [" + list +
-                             "] when it started (orochi serve --lora); a request cannot change them: send that list or "
-                             "leave loras out",
-                         "loras");
-    }
-    out.loras = rules.loras;
+  } else {
+    for (const OfferedLora& l : rules.loras)
+      if (l.at_start) {
+        chosen.push_back({l.path, l.strength});
+        out.loras.push_back({{"name", l.name}, {"strength", l.strength}});
+      }
   }
+  out.request.loras = std::move(chosen);
   return out;
 }
 

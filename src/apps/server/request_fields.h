@@ -1,7 +1,7 @@
 // POST /v1/videos's fields: the OpenAI videos API's (prompt, model, size, seconds), the names
 // SGLang and vLLM-Omni add (num_frames, num_inference_steps, width/height, fps), and ours (frames,
-// steps, seed, shifts, a sampling preset or sigma lists, fl2va keyframes, ref2va references, LoRA
-// names). Every field is checked for its type and for the limits the command line holds
+// steps, seed, shifts, a sampling preset or sigma lists, fl2va keyframes, ref2va references, the
+// LoRAs to run from those the server offers). Every field is checked for its type and for the limits the command line holds
 // (apps/request_limits.h); unknown fields are refused by name; the engine's own checks
 // (Engine::check_conditioning, Engine::plan) follow before the job is queued. A multipart request
 // gives the same fields as text parts (parsed as JSON values where the field is not a string) and
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apps/server/api_error.h"
+#include "apps/server/lora_catalog.h"
 #include "apps/server/media_root.h"
 #include "engine/generate_request.h"
 
@@ -22,7 +23,7 @@ namespace orochi::apps::server {
 struct RequestRules {
   std::string model_id;            // `model`, when given, must be this (GET /v1/models lists it)
   bool prompt_conditions = true;   // false: the model has no text encoder (the demo): the prompt is recorded only
-  std::vector<std::string> loras;  // the LoRAs merged at start, by file name
+  std::vector<OfferedLora> loras;  // what `loras` may name (lora_catalog.h)
   const MediaRoot* media = nullptr;  // reference paths resolve here; null: no paths
 };
 
@@ -39,7 +40,7 @@ struct VideoRequest {
   std::string prompt;
   std::string model;                // as asked ("" when not given)
   std::vector<nlohmann::json> references;  // {"type", "name"} per reference, in order (name: path or upload)
-  std::vector<std::string> loras;
+  std::vector<nlohmann::json> loras;       // {"name", "strength"} per LoRA the job runs, in order
 };
 
 // Checks `body` (a JSON object) and the uploads into a request. The first fault is returned with

@@ -13,6 +13,7 @@ struct ServerConfig {
   std::string api_key;                 // empty: no key asked
   std::string jobs_dir = "orochi-jobs";
   std::optional<std::string> media_root;
+  std::optional<std::string> lora_dir;  // its *.safetensors offered to requests (lora_catalog.h)
   size_t queue_max = 16;               // queued jobs (the running one not counted)
   uint64_t upload_max_bytes = 256ull << 20;  // a multipart request's whole body
   int crf = 18;

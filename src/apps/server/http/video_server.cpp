@@ -17,6 +17,9 @@ nlohmann::json model_json(const engine::Engine& engine, const RequestRules& rule
   nlohmann::json workflows = nlohmann::json::array();
   for (const engine::FamilyWorkflow& w : engine.family().workflows())
     workflows.push_back({{"name", w.name}, {"built", w.built}, {"about", w.about}});
+  nlohmann::json loras = nlohmann::json::array();  // what a request's `loras` may name
+  for (const OfferedLora& l : rules.loras)
+    loras.push_back({{"name", l.name}, {"strength", l.strength}, {"default", l.at_start}});
   return {{"id", rules.model_id},
           {"object", "model"},
           {"created", unix_now()},
@@ -27,7 +30,7 @@ nlohmann::json model_json(const engine::Engine& engine, const RequestRules& rule
           {"demo", engine.demo()},
           {"prompt_conditions", rules.prompt_conditions},
           {"workflows", workflows},
-          {"loras", rules.loras},
+          {"loras", loras},
           {"media_root", rules.media && rules.media->enabled()}};
 }
 
@@ -47,6 +50,7 @@ std::string model_id_of(const engine::ModelSource& source) {
 Expected<std::unique_ptr<VideoServer>> VideoServer::open(const ServerConfig& config, engine::Engine& engine,
                                                          const engine::ModelSource& source) {
   std::unique_ptr<VideoServer> s(new VideoServer());
+  OROCHI_ASSIGN_OR_RETURN(std::vector<OfferedLora> offered, offered_loras(source.loras, config.lora_dir));
   OROCHI_ASSIGN_OR_RETURN(JobStore store, JobStore::open(config.jobs_dir));
   s->store_ = std::make_unique<JobStore>(std::move(store));
   MediaRoot media;
@@ -74,7 +78,7 @@ Expected<std::unique_ptr<VideoServer>> VideoServer::open(const ServerConfig& con
   ctx.rules.model_id = model_id;
   // The demo and random weights have no text encoder: their prompt is recorded, not encoded.
   ctx.rules.prompt_conditions = !source.demo() && !source.random_weights;
-  for (const engine::LoraSource& l : source.loras) ctx.rules.loras.push_back(file_stem(l.path));
+  ctx.rules.loras = std::move(offered);
   ctx.rules.media = &ctx.media;
   ctx.model = model_json(engine, ctx.rules);
 
