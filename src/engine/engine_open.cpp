@@ -9,6 +9,7 @@
 #include "core/stopwatch.h"
 #include "core/format.h"
 #include "core/host_memory.h"
+#include "engine/gpu_capability.h"
 #include "engine/model_components.h"
 #include "models/h3/lora.h"
 #include "models/h3/summary.h"
@@ -227,6 +228,10 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
   if (source.random_weights && !e->on_gpu_)
     return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");
   if (e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_gpus_visible(e->first_gpu_, options.gpus));
+  // What these GPUs can run (engine/gpu_capability.h: a Hopper switch off compute capability 9.0,
+  // fp8 below 8.9), refused before any weight is read.
+  if (e->on_gpu_)
+    OROCHI_RETURN_IF_ERROR(gpu_switches(options.switches, options.precision, e->first_gpu_, options.gpus).status());
 
   // Where each part comes from, before any weight is read; then the host weights, read once for
   // every request of this engine.

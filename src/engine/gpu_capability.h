@@ -28,4 +28,10 @@ bool has_fp8(ComputeCapability cc);     // 8.9 and later: e4m3 tensor cores (cuB
 Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision precision, ComputeCapability cc,
                                        const std::string& gpu);
 
+// `switches` as GPUs first..first+count-1 run them: switches_for_gpu over each GPU's capability (one
+// GPU without the Hopper kernels puts the whole run on the generic path). Implemented by the GPU
+// backend (engine/cuda/gpu_switches.cpp; engine/no_gpu/ says there is no GPU). Engine::open checks
+// it before loading any weight; every GPU model is made with its result.
+Expected<RunSwitches> gpu_switches(const RunSwitches& switches, Precision precision, int first, int count);
+
 }  // namespace orochi::engine

@@ -54,7 +54,7 @@ PathRun run_path(const char* list, Precision precision) {
   PathRun run;
   RunSwitches given;
   EXPECT_TRUE(engine::set_run_switches(given, list).is_ok()) << list;
-  Expected<RunSwitches> switches = engine::cuda_backend::gpu_switches(given, precision, 0, 1);
+  Expected<RunSwitches> switches = engine::gpu_switches(given, precision, 0, 1);
   EXPECT_TRUE(switches.has_value()) << list << ": " << switches.status().to_string();
   if (!switches) return run;
   h3::H3Config c = testing::narrow_config();

@@ -18,6 +18,7 @@
 #include "core/format.h"
 #include "engine/bench_streaming.h"
 #include "engine/cuda/cuda_backend.h"
+#include "engine/gpu_capability.h"
 #include "dist/cuda/gpu_parallel_context.h"
 #include "models/h3/cuda/gpu_parallel.h"
 #include "models/h3/cuda/gpu_runner.h"

@@ -26,9 +26,6 @@ Expected<Tensor> cuda_encode_prompt(const std::string& text_encoder_dir, const T
 // (gpu_conditioner.cpp).
 Expected<Tensor> cuda_encode_presentation(const std::string& text_encoder_dir, const pipeline::ConditionerInputs& inputs,
                                           int64_t layer, const TextEncoderPlacement& placement);
-// `switches` as GPUs first..first+count-1 run them (engine/gpu_capability.h): the Hopper kernels
-// only where every one of them is compute capability 9.0; --precision fp8 refused below 8.9.
-Expected<RunSwitches> gpu_switches(const RunSwitches& switches, Precision precision, int first, int count);
 Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& options);
 Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& options);
 

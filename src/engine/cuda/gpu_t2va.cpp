@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dist/cuda/gpu_parallel_context.h"
+#include "engine/gpu_capability.h"
 #include "models/h3/cuda/gpu_denoiser.h"
 #include "models/h3_audio_vae/cuda/gpu_audio_decoder.h"
 #include "models/h3_audio_vae/decoder.h"
