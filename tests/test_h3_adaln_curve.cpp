@@ -11,12 +11,14 @@
 #include <map>
 
 #include "backends/cpu/ops.h"
+#include "engine/engine.h"
 #include "models/h3/adaln_curve.h"
 #include "models/h3/checkpoint_layout.h"
 #include "models/h3/lora.h"
 #include "models/h3/transformer.h"
 #include "models/h3/weights.h"
 #include "support/compare.h"
+#include "support/demo_request.h"
 #include "support/h3_inputs.h"
 #include "support/model_export.h"
 #include "support/paths.h"
@@ -261,6 +263,54 @@ TEST_F(H3AdalnCurve, LorasOnThePrunedAdalnShapes) {
       f->weights.config);
   ASSERT_FALSE(time_mlp.has_value());
   EXPECT_NE(time_mlp.status().message().find(mlp), std::string::npos) << time_mlp.status().message();
+}
+
+// The demo model's curve form as a --transformer file through the engine: the report's plan notes
+// say it is an approximation, and per-request LoRAs on its pruned AdaLN read the file again and merge
+// (a request without them runs as the file alone).
+TEST(H3AdalnCurveEngine, DemoRunsTheFileNotesTheApproximationAndTakesRequestLoras) {
+  const h3::H3Config c = h3::H3Config::tiny_demo();
+  const h3::H3Weights demo = h3::random_weights(c, engine::kDemoWeightSeed);
+  Named named = testing::h3_named_tensors(demo);
+  named.erase("time_embedder.linear_1.weight");
+  named.erase("time_embedder.linear_1.bias");
+  named.erase("time_embedder.linear_2.weight");
+  named.erase("time_embedder.linear_2.bias");
+  named["adaln_t_table"] = sampled_table(demo);
+  testing::TempDir dir("h3curve_engine");
+  const std::string file = testing::write_tensors(dir.file("pruned.safetensors"), named);
+  engine::ModelSource source;
+  source.transformer_file = file;
+  source.transformer_config = testing::write_json(dir.file("config.json"), testing::h3_config_json(c));
+  Expected<std::unique_ptr<engine::Engine>> e = engine::Engine::open(source, engine::EngineOptions{});
+  ASSERT_TRUE(e.has_value()) << e.status().to_string();
+  auto run_request = [&](std::optional<std::vector<engine::LoraSource>> loras) -> engine::RunResult {
+    engine::GenerateRequest r = testing::short_demo_request(2);
+    r.loras = std::move(loras);
+    Expected<engine::RunPlan> plan = (*e)->plan(r);
+    EXPECT_TRUE(plan.has_value()) << plan.status().to_string();
+    Expected<engine::RunResult> ran = (*e)->run(*plan);
+    EXPECT_TRUE(ran.has_value()) << ran.status().to_string();
+    return ran ? std::move(ran).value() : engine::RunResult{};
+  };
+  const engine::RunResult plain = run_request(std::nullopt);
+  EXPECT_NE(plain.report.plan["notes"].dump().find("curve-form AdaLN"), std::string::npos) << plain.report.plan.dump();
+  EXPECT_NE(plain.report.plan["notes"].dump().find("approximation"), std::string::npos);
+
+  const std::string key = "transformer.transformer_blocks.0.adaln_proj.linear.";
+  const std::string lora = dir.file("adaln_lora.safetensors");
+  ASSERT_TRUE(weights::write_safetensors(lora, {{key + "lora_A.weight", testing::random_normal({2, c.time_embed_dim}, 5)},
+                                                {key + "lora_B.weight", testing::random_normal({18 * c.hidden_size, 2}, 6)}})
+                  .is_ok());
+  const engine::RunResult with = run_request(std::vector<engine::LoraSource>{{lora, 1.0f}});
+  ASSERT_EQ(with.report.loras.size(), 1u);
+  EXPECT_EQ(with.report.loras[0]["cached"], false);
+  const auto frames_equal = [](const Tensor& a, const Tensor& b) {
+    return a.defined() && b.defined() && a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+  };
+  EXPECT_FALSE(frames_equal(with.result.frames, plain.result.frames));
+  const engine::RunResult again = run_request(std::nullopt);  // the opened set: none, the file read again
+  EXPECT_TRUE(frames_equal(again.result.frames, plain.result.frames));
 }
 
 }  // namespace

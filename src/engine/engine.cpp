@@ -9,6 +9,7 @@
 #include "core/stopwatch.h"
 #include "core/host_memory.h"
 #include "models/h3/denoiser.h"
+#include "models/h3/adaln_curve.h"
 #include "models/h3/lora.h"
 #include "pipeline/decoders.h"
 #include "pipeline/fl2va.h"
@@ -116,6 +117,8 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   report.video_sigmas = plan.shape.t2va.video_schedule.sigmas;
   report.audio_sigmas = plan.shape.t2va.audio_schedule.sigmas;
   report.plan = plan.summary_json();
+  if (transformer_config_.adaln_curve_points > 0)  // a pruned transformer: its AdaLN is an approximation
+    report.plan["notes"].push_back(h3::describe_adaln_curve(transformer_config_));
   report.workflow = plan.workflow;
   report.switches = run_switches_json(options_.switches);
   report.precision = precision_name(options_.precision);
