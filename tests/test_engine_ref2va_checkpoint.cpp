@@ -16,6 +16,8 @@
 #include "support/paths.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
+#include "weights/checkpoint.h"
+#include "weights/safetensors_writer.h"
 
 namespace orochi::engine {
 namespace {
@@ -50,7 +52,11 @@ std::vector<ReferenceInput> full_references() {
 }
 
 std::unique_ptr<Engine> open_engine(const fs::path& root) {
-  Expected<std::unique_ptr<Engine>> e = Engine::open(ModelSource{.dir = root.string()}, EngineOptions{.device = "cpu"});
+  ModelSource source;
+  source.dir = root.string();
+  EngineOptions options;
+  options.device = "cpu";
+  Expected<std::unique_ptr<Engine>> e = Engine::open(source, options);
   EXPECT_TRUE(e.has_value()) << e.status().to_string();
   return e ? std::move(e).value() : nullptr;
 }
@@ -130,6 +136,51 @@ TEST(EngineRef2vaCheckpoint, RunsOnTransformerRefAndGoesBackForT2va) {
   Expected<RunResult> tb = same->run(*t_plan_same);
   ASSERT_TRUE(ta.has_value() && tb.has_value()) << ta.status().to_string();
   EXPECT_TRUE(same_bits(ta->result.frames, tb->result.frames));
+}
+
+// The repository's diffusers-format LoRA with its keys for the ref2va partition (transformer_ref.).
+std::string ref_partition_lora(const fs::path& dir) {
+  Expected<weights::Checkpoint> in = weights::Checkpoint::open(data("h3_lora/lora_diffusers.safetensors"));
+  EXPECT_TRUE(in.has_value()) << in.status().to_string();
+  std::vector<std::pair<std::string, Tensor>> renamed;
+  for (const std::string& name : in->names()) {
+    EXPECT_TRUE(name.starts_with("transformer.")) << name;
+    renamed.push_back({"transformer_ref." + name.substr(std::strlen("transformer.")), in->get(name).value()});
+  }
+  const std::string path = (dir / "ref_lora.safetensors").string();
+  EXPECT_TRUE(weights::write_safetensors(path, renamed).is_ok());
+  return path;
+}
+
+// A LoRA keyed for transformer_ref/ on a folder with both partitions: open() holds transformer/ and
+// leaves it out (a t2va request runs without it), a ref2va request reads transformer_ref/ and merges it.
+TEST(EngineRef2vaCheckpoint, APartitionsLoraWaitsForItsPartition) {
+  if (!io::media_input_supported()) GTEST_SKIP() << "this build reads no media files";
+  testing::TempDir dir("ref2va_ckpt_lora");
+  testing::assemble_tiny_checkpoint(dir.path / "model", testing::TinyRefPartition::kDistinct);
+  ModelSource source;
+  source.dir = (dir.path / "model").string();
+  source.loras = {{ref_partition_lora(dir.path), 1.0f}};
+  EngineOptions options;
+  options.device = "cpu";
+  Expected<std::unique_ptr<Engine>> engine = Engine::open(source, options);
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+
+  GenerateRequest t2va = request({});
+  t2va.frames = 22;
+  Expected<RunPlan> t_plan = (*engine)->plan(t2va);
+  ASSERT_TRUE(t_plan.has_value()) << t_plan.status().to_string();
+  Expected<RunResult> t = (*engine)->run(*t_plan);
+  ASSERT_TRUE(t.has_value()) << t.status().to_string();
+  EXPECT_TRUE(t->report.loras.empty()) << nlohmann::json(t->report.loras).dump();
+
+  Expected<RunPlan> plan = (*engine)->plan(request(full_references()));
+  ASSERT_TRUE(plan.has_value()) << plan.status().to_string();
+  Expected<RunResult> r = (*engine)->run(*plan);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  ASSERT_EQ(r->report.loras.size(), 1u) << nlohmann::json(r->report.loras).dump();
+  EXPECT_EQ(r->report.loras[0]["file"], source.loras[0].path);
+  EXPECT_GT(r->report.loras[0]["parameters"].get<int64_t>(), 0);
 }
 
 TEST(EngineRef2vaCheckpoint, RefusedWithoutTransformerRefOrWithAFeaturesFile) {

@@ -286,7 +286,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     e->models_ = pipeline::demo_t2va_models(kDemoWeightSeed);
     e->transformer_config_ = e->models_.transformer.config;
   }
-  OROCHI_RETURN_IF_ERROR(e->merge_loras());
+  // The release's Ref2VA/ alone opens on its ref2va partition: its LoRAs are Ref2VA's.
+  OROCHI_RETURN_IF_ERROR(e->merge_loras(e->partition_ == "transformer_ref" ? h3::LoraPartition::kTransformerRef
+                                                                           : h3::LoraPartition::kTransformer));
   e->open_load_s_ = seconds_since(t_load);
   return e;
 }
@@ -299,8 +301,20 @@ Status Engine::merge_loras(h3::LoraPartition partition) {
   if (source_.random_weights)
     return invalid_argument("--lora merges into host weights, and --random-weights makes its weights on the GPU: "
                             "use a model folder or the demo model");
+  // A checkpoint folder's two partitions are swapped per workflow (use_partition): a LoRA that names
+  // the other one (diffusers' transformer_ref. / transformer. keys) waits until a request runs on it.
+  const bool swapped_partitions = source_.dir && !components_.transformer_file;
   for (const LoraSource& l : source_.loras) {
-    OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::read_lora(l.path, models_.transformer.config, partition));
+    OROCHI_ASSIGN_OR_RETURN(const weights::LoraFile file, weights::read_lora_file(l.path));
+    if (const std::optional<h3::LoraPartition> named = h3::declared_partition(file);
+        swapped_partitions && named && *named != partition) {
+      note("LoRA " + l.path + " is for the " +
+           (*named == h3::LoraPartition::kTransformerRef ? "transformer_ref/ partition (ref2va)"
+                                                         : "transformer/ partition (t2va, fl2va)") +
+           ": merged when a request runs on it; this one runs without it");
+      continue;
+    }
+    OROCHI_ASSIGN_OR_RETURN(const h3::H3Lora lora, h3::map_lora(file, models_.transformer.config, partition));
     const size_t changed = h3::changed_parameters(lora);  // pairs and full-rank deltas
     const auto t0 = Clock::now();
     OROCHI_RETURN_IF_ERROR(h3::merge_lora(models_.transformer, lora, l.strength));

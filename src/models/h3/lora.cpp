@@ -96,6 +96,20 @@ const char* lora_format_name(LoraFormat f) {
   return "?";
 }
 
+std::optional<LoraPartition> declared_partition(const weights::LoraFile& file) {
+  if (file.suffixes == weights::LoraSuffixes::kKohya) return std::nullopt;
+  auto of = [](const std::string& module) -> std::optional<LoraPartition> {
+    for (const Prefix& p : kPeftPrefixes)
+      if (module.starts_with(p.text)) return p.partition;
+    return std::nullopt;
+  };
+  for (const weights::LoraPair& p : file.pairs)
+    if (std::optional<LoraPartition> named = of(p.module)) return named;
+  for (const weights::LoraDiff& d : file.diffs)
+    if (std::optional<LoraPartition> named = of(d.module)) return named;
+  return std::nullopt;
+}
+
 Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config, LoraPartition partition) {
   const std::map<std::string, Target> targets = module_targets(config);
   std::map<std::string, const Target*> kohya_targets;

@@ -15,6 +15,7 @@
 // four formats and diffusers + PEFT's unmerged forward with it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ Expected<H3Lora> map_lora(const weights::LoraFile& file, const H3Config& config,
                           LoraPartition partition = LoraPartition::kTransformer);
 // How many parameters `lora` changes (low-rank pairs and full-rank deltas, each parameter once).
 size_t changed_parameters(const H3Lora& lora);
+
+// The partition a file names for itself (diffusers' `transformer.` / `transformer_ref.` prefixes), or
+// none when its keys do not say (the original, DiffSynth and kohya names).
+std::optional<LoraPartition> declared_partition(const weights::LoraFile& file);
 
 // read_lora_file + map_lora.
 Expected<H3Lora> read_lora(const std::string& path, const H3Config& config,
