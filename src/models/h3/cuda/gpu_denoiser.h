@@ -24,7 +24,8 @@ class GpuDenoiser final : public models::Denoiser {
                                                        const RunnerOptions& options = {});
 
   Status init_random_weights(uint64_t seed) { return gpus_->init_random_weights(seed); }
-  Status upload_weights(const H3Weights& host) { return gpus_->upload_weights(host); }
+  Status upload_weights(const H3Weights& host) { return gpus_->upload_weights(host); }  // kept by reference
+  Status upload_weights(const H3Weights&& host) = delete;
 
   const H3Config& config() const { return config_; }
   std::string device_name() const override { return device_name_; }

@@ -29,7 +29,8 @@ class H3MultiGpu {
   ~H3MultiGpu();
 
   Status init_random_weights(uint64_t seed);
-  Status upload_weights(const H3Weights& host);
+  Status upload_weights(const H3Weights& host);  // kept by reference (H3GpuRunner::upload_weights)
+  Status upload_weights(const H3Weights&& host) = delete;
   Status merge_lora(const H3Lora& lora, float strength);  // every rank's (H3GpuRunner::merge_lora)
   // Every rank's request arena (H3GpuRunner::reserve_request / free_request / request_fits).
   Status reserve_request(const RequestSize& max);

@@ -86,7 +86,10 @@ class H3GpuRunner {
   ~H3GpuRunner();
 
   Status init_random_weights(uint64_t seed);
+  // `host` must outlive the runner: the AdaLN projections stay in host RAM and are read from it
+  // whenever a request's tables are built (a temporary is refused at compile time).
   Status upload_weights(const H3Weights& host);
+  Status upload_weights(const H3Weights&& host) = delete;
   // A LoRA merged into the weights already here (gpu_lora.h): random weights, which have no host
   // copy. The whole model only (no TP share, nothing streamed), in bf16 (quantized linears have no
   // bf16 weight left to merge into); host weights merge before upload.
