@@ -2,7 +2,11 @@
 // compare two ways of running the same model (layouts, weight streaming).
 #pragma once
 
+#include <cmath>
+
 #include "models/h3/request_buffers.h"
+#include "models/h3/lora.h"     // h3::linear_weights
+#include "models/h3/weights.h"
 #include "pipeline/packed_layout.h"
 #include "pipeline/random_inputs.h"
 
@@ -22,6 +26,26 @@ inline h3::H3Config narrow_config() {
   c.time_embed_hidden_dim = 512;
   c.time_embed_dim = 256;
   return c;
+}
+
+// The narrow model's quantized-GEMM shape: K a multiple of 16 for the fp8 / int8 GEMMs.
+inline h3::H3Config quantizable_narrow_config() {
+  h3::H3Config c = narrow_config();
+  c.ffn_dim = 1024;
+  return c;
+}
+
+// CPU random weights with every matrix scaled to N(0, 0.8 / sqrt(fan_in)), as the GPU's random init
+// scales them: activations of the released model's size.
+inline h3::H3Weights scaled_host_weights(const h3::H3Config& c) {
+  h3::H3Weights w = h3::random_weights(c, 31);
+  for (auto& [name, t] : h3::linear_weights(w)) {
+    if (t->ndim() != 2) continue;
+    const float scale = 4.0f / std::sqrt(static_cast<float>(t->dim(1)));
+    float* p = t->data<float>();
+    for (int64_t i = 0; i < t->numel(); ++i) p[i] *= scale;
+  }
+  return w;
 }
 
 struct Request {

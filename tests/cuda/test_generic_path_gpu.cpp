@@ -31,18 +31,7 @@ namespace {
 
 using engine::RunSwitches;
 
-// CPU random weights with every matrix scaled to N(0, 0.8 / sqrt(fan_in)), as the GPU's random
-// init (and test_h3_gpu_precision) scales them: activations of the released model's size.
-h3::H3Weights scaled_host_weights(const h3::H3Config& c) {
-  h3::H3Weights w = h3::random_weights(c, 31);
-  for (auto& [name, t] : h3::linear_weights(w)) {
-    if (t->ndim() != 2) continue;
-    const float scale = 4.0f / std::sqrt(static_cast<float>(t->dim(1)));
-    float* p = t->data<float>();
-    for (int64_t i = 0; i < t->numel(); ++i) p[i] *= scale;
-  }
-  return w;
-}
+using testing::scaled_host_weights;
 
 struct PathRun {
   h3::H3Outputs out;
@@ -57,8 +46,7 @@ PathRun run_path(const char* list, Precision precision) {
   Expected<RunSwitches> switches = engine::gpu_switches(given, precision, 0, 1);
   EXPECT_TRUE(switches.has_value()) << list << ": " << switches.status().to_string();
   if (!switches) return run;
-  h3::H3Config c = testing::narrow_config();
-  c.ffn_dim = 1024;  // int8's GEMMs want K a multiple of 16
+  const h3::H3Config c = testing::quantizable_narrow_config();
   const testing::Request r = testing::narrow_request(c);
   h3::gpu::RunnerOptions options{switches->kernels, switches->sp, precision};
   auto runner = h3::gpu::H3GpuRunner::create(c, 0, r.size, {}, {}, options);

@@ -34,23 +34,8 @@ namespace {
 
 using h3::gpu::H3GpuRunner;
 
-h3::H3Config quantizable_config() {
-  h3::H3Config c = testing::narrow_config();
-  c.ffn_dim = 1024;
-  return c;
-}
-
-// CPU random weights with every matrix scaled to N(0, 0.8 / sqrt(fan_in)), as random_gpu_weights.
-h3::H3Weights scaled_host_weights(const h3::H3Config& c) {
-  h3::H3Weights w = h3::random_weights(c, 31);
-  for (auto& [name, t] : h3::linear_weights(w)) {
-    if (t->ndim() != 2) continue;
-    const float scale = 4.0f / std::sqrt(static_cast<float>(t->dim(1)));
-    float* p = t->data<float>();
-    for (int64_t i = 0; i < t->numel(); ++i) p[i] *= scale;
-  }
-  return w;
-}
+using testing::scaled_host_weights;
+h3::H3Config quantizable_config() { return testing::quantizable_narrow_config(); }
 
 struct GpuRun {
   h3::H3Outputs out;
