@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "weights/mapped_file.h"
@@ -20,6 +21,14 @@ std::string describe_keys(const std::vector<std::string>& keys, const char* kind
 }
 
 }  // namespace
+
+Expected<nlohmann::json> read_json_object(const std::string& file, const std::string& missing) {
+  std::ifstream in(file);
+  if (!in) return not_found(file + " is missing: " + missing);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return corrupt_file(file + " is not a JSON object");
+  return j;
+}
 
 Expected<nlohmann::json> read_model_config(const std::string& folder) {
   const std::string config_path = (fs::path(folder) / "config.json").string();

@@ -15,6 +15,11 @@ namespace orochi::weights {
 // loading. Errors: not_found (no config.json, with advice), io_error, corrupt_file (not a JSON object).
 Expected<nlohmann::json> read_model_config(const std::string& folder);
 
+// Any JSON file that must hold an object (a release folder's wrapper config, metadata.json).
+// Errors: not_found "FILE is missing: <missing>" (say there what the file holds and where it comes
+// from), corrupt_file when it is not a JSON object.
+Expected<nlohmann::json> read_json_object(const std::string& file, const std::string& missing);
+
 struct ModelFolder {
   std::string path;
   nlohmann::json config;  // config.json, parsed; always an object

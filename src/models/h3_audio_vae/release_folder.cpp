@@ -1,20 +1,13 @@
 #include "models/h3_audio_vae/release_folder.h"
 
 #include <filesystem>
-#include <fstream>
+
+#include "weights/model_folder.h"
 
 namespace orochi::h3_audio {
 namespace {
 
 namespace fs = std::filesystem;
-
-Expected<nlohmann::json> read_json(const fs::path& file, const std::string& what) {
-  std::ifstream in(file);
-  if (!in) return not_found(file.string() + " is missing: " + what);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return corrupt_file(file.string() + " is not a JSON object");
-  return j;
-}
 
 std::string string_field(const nlohmann::json& j, const char* key, const std::string& fallback) {
   auto it = j.find(key);
@@ -26,17 +19,19 @@ std::string string_field(const nlohmann::json& j, const char* key, const std::st
 bool is_release_audio_vae_folder(const std::string& folder) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) return false;
-  Expected<nlohmann::json> j = read_json(fs::path(folder) / "config.json", "");
+  Expected<nlohmann::json> j = weights::read_json_object((fs::path(folder) / "config.json").string(), "");
   return j && string_field(*j, "_class_name", "") == "MiniMaxH3AudioVAE";
 }
 
 Expected<ReleaseAudioVaeFolder> read_release_audio_vae_folder(const std::string& folder) {
   const fs::path config_file = fs::path(folder) / "config.json";
-  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json config, read_json(config_file, "the release's audio_vae/ config"));
+  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json config,
+                          weights::read_json_object(config_file.string(), "the release's audio_vae/ config"));
   const fs::path metadata_file = fs::path(folder) / string_field(config, "source_metadata_path", "metadata.json");
   OROCHI_ASSIGN_OR_RETURN(const nlohmann::json metadata,
-                          read_json(metadata_file, "the release's audio_vae/ keeps the autoencoder's constructor "
-                                                   "arguments there ({\"metadata\": {\"kwargs\": ...}})"));
+                          weights::read_json_object(metadata_file.string(),
+                                                    "the release's audio_vae/ keeps the autoencoder's constructor "
+                                                    "arguments there ({\"metadata\": {\"kwargs\": ...}})"));
   const nlohmann::json* kwargs = nullptr;
   if (auto m = metadata.find("metadata"); m != metadata.end() && m->is_object())
     if (auto k = m->find("kwargs"); k != m->end() && k->is_object()) kwargs = &*k;

@@ -1,21 +1,14 @@
 #include "models/h3_video_vae/release_folder.h"
 
 #include <filesystem>
-#include <fstream>
 #include <vector>
+
+#include "weights/model_folder.h"
 
 namespace orochi::h3vae {
 namespace {
 
 namespace fs = std::filesystem;
-
-Expected<nlohmann::json> read_json(const fs::path& file, const std::string& what) {
-  std::ifstream in(file);
-  if (!in) return not_found(file.string() + " is missing: " + what);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return corrupt_file(file.string() + " is not a JSON object");
-  return j;
-}
 
 std::string class_name(const nlohmann::json& j) {
   auto it = j.find("_class_name");
@@ -62,13 +55,14 @@ constexpr auto kString = nlohmann::json::value_t::string;
 bool is_release_vae_folder(const std::string& folder) {
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) return false;
-  Expected<nlohmann::json> j = read_json(fs::path(folder) / "config.json", "");
+  Expected<nlohmann::json> j = weights::read_json_object((fs::path(folder) / "config.json").string(), "");
   return j && class_name(*j) == "MiniMaxH3VideoVAE";
 }
 
 Expected<ReleaseVaeFolder> read_release_vae_folder(const std::string& folder) {
   const fs::path wrapper_file = fs::path(folder) / "config.json";
-  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json wrapper, read_json(wrapper_file, "the release's video_vae/ wrapper config"));
+  OROCHI_ASSIGN_OR_RETURN(const nlohmann::json wrapper,
+                          weights::read_json_object(wrapper_file.string(), "the release's video_vae/ wrapper config"));
   if (class_name(wrapper) != "MiniMaxH3VideoVAE")
     return invalid_argument(wrapper_file.string() + " is not a MiniMaxH3VideoVAE wrapper config");
   const Fields w(wrapper, wrapper_file.string());
@@ -81,8 +75,9 @@ Expected<ReleaseVaeFolder> read_release_vae_folder(const std::string& folder) {
   const fs::path source_dir = fs::path(folder) / source_path;
   const fs::path source_file = source_dir / "config.json";
   OROCHI_ASSIGN_OR_RETURN(const nlohmann::json source,
-                          read_json(source_file, "the release's video_vae/ keeps the autoencoder's config (class "
-                                                 "AutoencoderKLLegacy) and weights in " + source_path + "/"));
+                          weights::read_json_object(source_file.string(),
+                                                    "the release's video_vae/ keeps the autoencoder's config (class "
+                                                    "AutoencoderKLLegacy) and weights in " + source_path + "/"));
   const Fields s(source, source_file.string());
 
   nlohmann::json c = {{"_class_name", "AutoencoderKLMiniMaxH3"}};
