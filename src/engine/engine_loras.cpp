@@ -88,11 +88,9 @@ Status Engine::use_loras(const GenerateRequest& request, RunReport& report) {
   gpu_.reset();                           // the GPU models hold the old weights
   models_.transformer = h3::H3Weights{};  // its memory goes before the base is read
   if (components_.transformer_file) {
-    h3::TransformerFileOptions o;  // as open() read it (engine_open.cpp, load_components)
-    o.config_path = source_.transformer_config;
-    OROCHI_ASSIGN_OR_RETURN(o.qkv_order, h3::parse_qkv_order(source_.qkv_order));
-    o.as_stored = on_gpu_;
-    OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded, h3::load_transformer_file(*components_.transformer_file, o));
+    // As open() read it.
+    OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded,
+                            read_transformer_file(source_, *components_.transformer_file, on_gpu_));
     models_.transformer = std::move(loaded.weights);
   } else {
     models_.transformer = pipeline::demo_t2va_models(kDemoWeightSeed).transformer;

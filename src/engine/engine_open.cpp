@@ -143,12 +143,7 @@ static Expected<pipeline::T2vaModels> load_components(const ModelSource& source,
     if (on_gpu) {
       OROCHI_ASSIGN_OR_RETURN(*transformer_host_bytes, check_transformer_host_ram(file));
     }
-    OROCHI_ASSIGN_OR_RETURN(const std::optional<h3::QkvOrder> order, h3::parse_qkv_order(source.qkv_order));
-    h3::TransformerFileOptions o;
-    o.config_path = source.transformer_config;
-    o.qkv_order = order;
-    o.as_stored = on_gpu;
-    OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded, h3::load_transformer_file(file, o));
+    OROCHI_ASSIGN_OR_RETURN(h3::TransformerFile loaded, read_transformer_file(source, file, on_gpu));
     m.transformer = std::move(loaded.weights);
     described->push_back("transformer " + file + ": " + loaded.layout + "; config from " + loaded.config_from);
     given.push_back("the transformer " + file);

@@ -164,4 +164,12 @@ Expected<ModelComponents> resolve_components(const ModelSource& source) {
   return c;
 }
 
+Expected<h3::TransformerFile> read_transformer_file(const ModelSource& source, const std::string& file, bool on_gpu) {
+  h3::TransformerFileOptions o;
+  o.config_path = source.transformer_config;
+  OROCHI_ASSIGN_OR_RETURN(o.qkv_order, h3::parse_qkv_order(source.qkv_order));
+  o.as_stored = on_gpu;
+  return h3::load_transformer_file(file, o);
+}
+
 }  // namespace orochi::engine

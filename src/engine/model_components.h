@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "engine/engine_options.h"
 #include "models/h3/model_folder_parts.h"
+#include "models/h3/weights.h"
 
 namespace orochi::engine {
 
@@ -27,6 +28,11 @@ struct ModelComponents {
   // Any part that replaces one of MODEL_DIR's folders or the demo's.
   bool overrides = false;
 };
+
+// A single-file transformer read as the user's options say (--transformer-config, --qkv-order); a
+// GPU run keeps its weights as stored (its upload converts). Errors: load_transformer_file's, and an
+// unknown --qkv-order.
+Expected<h3::TransformerFile> read_transformer_file(const ModelSource& source, const std::string& file, bool on_gpu);
 
 // The parts of `source`. Errors: MODEL_DIR's own (h3::model_folder_parts); MODEL_DIR with --comfy-models (one or the other: the options
 // replace parts of MODEL_DIR); a --comfy-models folder that is not a folder; a part it holds in
