@@ -46,8 +46,11 @@ generate() {  # label precision seed
     return 1
   fi
   cp "$dir/run.json" "$OUT/$label.json"
-  echo "generate $label (--precision $precision --seed $seed): $((SECONDS - start)) s wall," \
-    "$(ls "$dir" | grep -vxF run.json | tr '\n' ' ')"
+  local kept="" f
+  for f in "$dir"/video.y4m "$dir"/audio.wav "$dir"/run.mp4; do
+    [ -f "$f" ] && kept+=" ${f##*/} $(( $(stat -c %s "$f") >> 20 )) MiB"
+  done
+  echo "generate $label (--precision $precision --seed $seed): $((SECONDS - start)) s wall;$kept"
 }
 
 generate bf16 bf16 "${SEED:-0}" || exit 1
