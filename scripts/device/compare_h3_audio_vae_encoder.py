@@ -44,6 +44,17 @@ def randomize_encoder_(vae, gen):
                 p.copy_(torch.randn(p.shape, generator=gen) * (1.0 / p[0].numel()) ** 0.5)
 
 
+def build_encoder_vae(gen, **config):
+    """AutoencoderKLMiniMaxH3Audio of the released config (keyword arguments override it, e.g. a narrow one for a CPU
+    check) with random latents_mean / latents_std and the encoder, pre_block and mean_proj filled by randomize_encoder_,
+    all drawn from `gen` in that order. fp32, CPU, eval. Also used by peer_ref2va_preprocess.py."""
+    latents_mean = (0.5 * torch.randn(32, generator=gen)).tolist()
+    latents_std = (0.5 + torch.rand(32, generator=gen)).tolist()
+    vae = AutoencoderKLMiniMaxH3Audio(latents_mean=latents_mean, latents_std=latents_std, **config).eval()
+    randomize_encoder_(vae, gen)
+    return vae
+
+
 def timed_encode(vae, waveform, mean, std):
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -64,10 +75,8 @@ def main():
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     gen = torch.Generator().manual_seed(SEED)
-    latents_mean = (0.5 * torch.randn(32, generator=gen)).tolist()
-    latents_std = (0.5 + torch.rand(32, generator=gen)).tolist()
-    vae = AutoencoderKLMiniMaxH3Audio(latents_mean=latents_mean, latents_std=latents_std).eval()
-    randomize_encoder_(vae, gen)
+    vae = build_encoder_vae(gen)
+    latents_mean, latents_std = vae.config.latents_mean, vae.config.latents_std
     folder = args.dir / "audio_vae"
     folder.mkdir(exist_ok=True)
     vae.save_config(folder)

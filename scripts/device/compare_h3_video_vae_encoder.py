@@ -51,6 +51,15 @@ def randomize_encoder_(vae, gen):
                 p.copy_(torch.randn(p.shape, generator=gen) * (1.0 / p[0].numel()) ** 0.5)
 
 
+def build_encoder_vae(seed=SEED, **config):
+    """AutoencoderKLMiniMaxH3 of the released encoder (keyword arguments override its config, e.g. a narrow one for a
+    CPU check) with a one-layer decoder, which is never run; encoder and quant_conv filled by randomize_encoder_ from
+    `seed`. fp32, CPU, eval. Also used by peer_ref2va_preprocess.py."""
+    vae = AutoencoderKLMiniMaxH3(**{"decoder_num_layers": 1, **config}).eval()
+    randomize_encoder_(vae, torch.Generator().manual_seed(seed))
+    return vae
+
+
 def timed_encode(vae, pixels, with_latents=True):
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -77,8 +86,7 @@ def main():
     args.dir.mkdir(parents=True, exist_ok=True)
     print("tf32 conv", torch.backends.cudnn.allow_tf32, flush=True)
 
-    vae = AutoencoderKLMiniMaxH3(decoder_num_layers=1).eval()  # the released encoder; the decoder is not used
-    randomize_encoder_(vae, torch.Generator().manual_seed(SEED))
+    vae = build_encoder_vae()
     folder = args.dir / "vae"
     folder.mkdir(exist_ok=True)
     config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in dict(vae.config).items() if not k.startswith("_")}
