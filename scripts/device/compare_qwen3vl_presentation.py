@@ -87,8 +87,11 @@ def vision_plan(v: dict) -> list:
     return plan
 
 
-def build_model(text: dict, vision: dict, layers: int, dtype, device, seed: int, attn: str):
-    """transformers' Qwen3VLModel, allocated uninitialised, every parameter filled with our init."""
+def build_model(text: dict, vision: dict, layers: int, dtype, device, seed: int, attn: str, fill=fill_normal_):
+    """transformers' Qwen3VLModel, allocated uninitialised, every parameter filled with our init.
+
+    fill(tensor, seed, stream, mean, std) writes one parameter; the default is our counter-based draw. A caller that
+    only times the model (peer_ref2va_preprocess.py) passes a faster one with the same means and deviations."""
     from transformers import Qwen3VLConfig
     from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLModel
 
@@ -136,11 +139,11 @@ def build_model(text: dict, vision: dict, layers: int, dtype, device, seed: int,
     t0 = time.perf_counter()
     with torch.no_grad():
         for name, (mean, std), s in specs:
-            fill_normal_(params[name].data, seed, s, mean, std)
+            fill(params[name].data, seed, s, mean, std)
         for prefix, (mean, std), s in fused:
             up, gate = params[prefix + "up_proj.weight"], params[prefix + "gate_proj.weight"]
             both = torch.empty((2 * I, Hd), dtype=up.dtype, device=up.device)
-            fill_normal_(both, seed, s, mean, std)  # rows [up; gate]
+            fill(both, seed, s, mean, std)  # rows [up; gate]
             up.copy_(both[:I])
             gate.copy_(both[I:])
             del both
