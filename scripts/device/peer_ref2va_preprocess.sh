@@ -15,8 +15,12 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 # The diffusers wheel (and PyAV when carried), as compare_h3_full.sh / run_ref2va_gpu.sh install them.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  .whl/*.whl $(ls .whl-av/*.whl 2>/dev/null) && export PYTHONPATH=/tmp/site || exit 1
+shopt -s nullglob
+wheels=(.whl/*.whl .whl-av/*.whl)
+shopt -u nullglob
+[ -n "$(ls .whl/diffusers-*.whl 2>/dev/null)" ] || { echo "no .whl/diffusers-*.whl: carry .whl"; exit 1; }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${wheels[@]}" \
+  && export PYTHONPATH=/tmp/site || exit 1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 media="${MEDIA:-/tmp/ref2va_media}"
 [ -f "$media/voice.wav" ] || python3 scripts/device/make_ref2va_media.py "$media" || { echo "PEER_PREP media: failed"; exit 1; }
