@@ -31,7 +31,8 @@ synchronisation (one warm-up request, then the median of --iters):
   vision_text  = processor + vision_tower + text_stack (ours: "text" in the stage report);
   total        = media_decode + vae_encode + vision_text.
 The pipeline as shipped runs all 64 decoder layers and reads hidden_states[50]; vision_text_64_layers and
-total_64_layers are that (a 64-layer stack built beside the 50; --no-shipped-depth skips it).
+total_64_layers are that (one 64-layer stack is built and the 50-layer runs use its first 50 layers;
+--no-shipped-depth builds 50 and skips it).
 
 Models: random weights of the released shapes on the GPU (the video VAE encoder, the audio VAE, Qwen3-VL's vision
 tower + 32B stack), built by the device comparisons' own builders (compare_h3_video_vae_encoder.build_encoder_vae,
