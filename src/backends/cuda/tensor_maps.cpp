@@ -32,12 +32,13 @@ Expected<PFN_cuTensorMapEncodeTiled_v12000> tensor_map_encoder() {
 
 template <int kRank>
 Status encode(CUtensorMap& map, const void* base, const cuuint64_t (&dims)[kRank],
-              const cuuint64_t (&strides)[kRank - 1], const cuuint32_t (&box)[kRank], const std::string& what) {
+              const cuuint64_t (&strides)[kRank - 1], const cuuint32_t (&box)[kRank], const std::string& what,
+              CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) {
   OROCHI_ASSIGN_OR_RETURN(PFN_cuTensorMapEncodeTiled_v12000 fn, tensor_map_encoder());
   map = CUtensorMap{};
   cuuint32_t element_strides[kRank];
   for (int i = 0; i < kRank; ++i) element_strides[i] = 1;
-  const CUresult r = fn(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, kRank, const_cast<void*>(base), dims, strides, box,
+  const CUresult r = fn(&map, type, kRank, const_cast<void*>(base), dims, strides, box,
                         element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -75,6 +76,14 @@ Status bf16_rows_heads_map(CUtensorMap& map, const void* base, int64_t rows, int
   const cuuint32_t box[3] = {64, 1, static_cast<cuuint32_t>(box_rows)};
   return encode<3>(map, base, dims, strides, box,
                    std::to_string(rows) + " rows x " + std::to_string(heads) + " heads x 128 bf16");
+}
+
+Status u8_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t cols, int box_rows) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols)};
+  const cuuint32_t box[2] = {128, static_cast<cuuint32_t>(box_rows)};
+  return encode<2>(map, base, dims, strides, box, std::to_string(rows) + " x " + std::to_string(cols) + " u8",
+                   CU_TENSOR_MAP_DATA_TYPE_UINT8);
 }
 
 bool device_is_hopper() {

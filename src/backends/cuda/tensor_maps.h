@@ -18,6 +18,10 @@ Status bf16_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t c
 // [rows, heads, 128] bf16: boxes of 64 head dims x 1 head x box_rows rows.
 Status bf16_rows_heads_map(CUtensorMap& map, const void* base, int64_t rows, int64_t heads, int box_rows);
 
+// [rows, cols] bytes (e4m3 codes), cols a multiple of 16: boxes of 128 columns (one 128-byte
+// swizzle row) x box_rows.
+Status u8_rows_map(CUtensorMap& map, const void* base, int64_t rows, int64_t cols, int box_rows);
+
 // Whether the current device is compute capability 9.0 (the sm_90a kernels' target); read once per
 // device, like the SM count: the launchers ask on every call.
 bool device_is_hopper();
