@@ -5,7 +5,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/kernels.h"
 #include "core/tensor.h"
 
 namespace orochi::cuda::detail {
@@ -44,5 +47,12 @@ inline void require_same_device(const Tensor& a, const Tensor& b, const char* wh
 inline __nv_bfloat16* bf16_data(const Tensor& t) { return static_cast<__nv_bfloat16*>(t.raw_data()); }
 
 inline Status launch_status(cudaError_t err, const char* op) { return cuda_status(err, op); }
+
+// The checked operands of an AdaLN-modulated norm (`what` names the op in messages): the modulation
+// rows for x [S, C]. `out_optional`: out may be undefined (an op that then writes only codes).
+// Defined in ops_norm.cpp.
+kernels::ModulationRows checked_modulation(const Tensor& x, const Tensor& weight, const Tensor& shift,
+                                           const Tensor& scale, const Tensor& idx, const Tensor& out,
+                                           const std::string& what, bool out_optional = false);
 
 }  // namespace orochi::cuda::detail

@@ -23,20 +23,21 @@ Status rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& 
       "rms_norm kernel");
 }
 
-namespace {
+namespace detail {
 
-// The checked operands of rms_norm_modulate (`what` names the op in messages): the modulation
-// rows for x [S, C].
 kernels::ModulationRows checked_modulation(const Tensor& x, const Tensor& weight, const Tensor& shift,
                                            const Tensor& scale, const Tensor& idx, const Tensor& out,
-                                           const std::string& what) {
+                                           const std::string& what, bool out_optional) {
   detail::require_cuda(x, DType::kBF16, (what + " input").c_str());
   OROCHI_CHECK(x.ndim() == 2, what, " input must be [S, C], got ", x.describe());
   const int64_t S = x.dim(0), C = x.dim(1);
   detail::require_cuda(weight, DType::kBF16, (what + " weight").c_str());
-  detail::require_cuda(out, DType::kBF16, (what + " output").c_str());
-  OROCHI_CHECK(weight.numel() == C && out.shape() == x.shape(), what, ": input ", x.describe(), ", weight ",
-               weight.describe(), ", output ", out.describe());
+  OROCHI_CHECK(weight.numel() == C, what, ": input ", x.describe(), ", weight ", weight.describe());
+  if (out.defined() || !out_optional) {
+    detail::require_cuda(out, DType::kBF16, (what + " output").c_str());
+    OROCHI_CHECK(out.shape() == x.shape(), what, ": input ", x.describe(), ", output ", out.describe());
+    detail::require_same_device(x, out, what.c_str());
+  }
   detail::require_row_strided(shift, C, DType::kBF16, (what + " shift").c_str());
   detail::require_row_strided(scale, C, DType::kBF16, (what + " scale").c_str());
   OROCHI_CHECK(shift.dim(0) == scale.dim(0), what, ": shift ", shift.describe(), " and scale ", scale.describe(),
@@ -47,11 +48,12 @@ kernels::ModulationRows checked_modulation(const Tensor& x, const Tensor& weight
   mod.shift_stride = shift.strides()[0];
   mod.scale = bf16_data(scale);
   mod.scale_stride = scale.strides()[0];
-  detail::require_same_device(x, out, what.c_str());
   return mod;
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::checked_modulation;
 
 Status rms_norm_modulate(const Tensor& x, const Tensor& weight, float eps, const Tensor& shift, const Tensor& scale,
                          const Tensor& idx, const Tensor& out, cudaStream_t stream) {

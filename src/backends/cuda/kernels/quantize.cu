@@ -2,35 +2,12 @@
 // from a second read, which hits L2), elementwise format conversions, and the dequantizing epilogue
 // of a quantized GEMM. The rounding is the hardware's (cvt.rn.satfinite.{e4m3,e5m2}x2.f32 on sm_89+,
 // cvt.rni.s32.f32), which core/fp8.h reproduces on the host.
-#include <cuda_fp8.h>
-
-#include "backends/cuda/kernels/device_helpers.cuh"
-#include "backends/cuda/kernels/quantize_kernels.h"
+#include "backends/cuda/kernels/quantize_device.cuh"
 
 namespace orochi::cuda::kernels {
 namespace {
 
 constexpr int kRowThreads = 256;
-constexpr float kMinAmax = 1e-12f;  // core/quantize.h's kMinAmax
-
-template <QuantCode Code>
-constexpr float qmax() {
-  return Code == QuantCode::kI8 ? 127.0f : (Code == QuantCode::kE4M3 ? 448.0f : 57344.0f);
-}
-
-template <QuantCode Code>
-__device__ __forceinline__ uint8_t encode(float v) {
-  if constexpr (Code == QuantCode::kE4M3) {
-    return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
-  } else if constexpr (Code == QuantCode::kE5M2) {
-    return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2);
-  } else {
-    // cvt.rni gives 0 for NaN; clamping the integer (not the float, where fmaxf would turn NaN
-    // into the bound) keeps that.
-    const int i = __float2int_rn(v);
-    return static_cast<uint8_t>(static_cast<int8_t>(i < -127 ? -127 : (i > 127 ? 127 : i)));
-  }
-}
 
 // V consecutive inputs as f32: bf16 V == 8 and f32 V == 4 are one 16-byte load.
 template <int V>
@@ -48,37 +25,6 @@ __device__ __forceinline__ void load_values(const float* p, float (&v)[V]) {
   }
 }
 
-// V codes; 8 and 4 are one 8- or 4-byte store.
-template <int V>
-__device__ __forceinline__ void store_codes(uint8_t* p, const uint8_t (&c)[V]) {
-  if constexpr (V == 8) {
-    uint2 raw;
-    raw.x = c[0] | (c[1] << 8) | (c[2] << 16) | (static_cast<uint32_t>(c[3]) << 24);
-    raw.y = c[4] | (c[5] << 8) | (c[6] << 16) | (static_cast<uint32_t>(c[7]) << 24);
-    *reinterpret_cast<uint2*>(p) = raw;
-  } else if constexpr (V == 4) {
-    *reinterpret_cast<uint32_t*>(p) = c[0] | (c[1] << 8) | (c[2] << 16) | (static_cast<uint32_t>(c[3]) << 24);
-  } else {
-#pragma unroll
-    for (int i = 0; i < V; ++i) p[i] = c[i];
-  }
-}
-
-// The largest value over the block (blockDim.x a multiple of 32); every thread gets it. fmaxf
-// ignores NaN, as core's std::fmax does.
-__device__ __forceinline__ float block_max(float v) {
-  __shared__ float partial[32];
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  float m = lane < warps ? partial[lane] : 0.0f;
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
-  return m;
-}
-
 // x [rows, C] -> codes [rows, C], scales [rows]; a block per row (grid-stride over rows).
 template <typename T, int V, QuantCode Code>
 __global__ void __launch_bounds__(kRowThreads) quantize_rows_kernel(const T* __restrict__ x, int64_t rows, int64_t C,
@@ -93,18 +39,13 @@ __global__ void __launch_bounds__(kRowThreads) quantize_rows_kernel(const T* __r
 #pragma unroll
       for (int j = 0; j < V; ++j) amax = fmaxf(amax, fabsf(v[j]));
     }
-    amax = block_max(amax);
-    const float a = fmaxf(amax, kMinAmax);
-    const float inverse = qmax<Code>() / a;  // IEEE division (no fast-math), as the host's
-    if (threadIdx.x == 0) scales[r] = a / qmax<Code>();
+    const RowScale rs = row_scale<Code>(block_max(amax));
+    if (threadIdx.x == 0) scales[r] = rs.scale;
     uint8_t* cr = codes + r * C;
     for (int64_t c = static_cast<int64_t>(threadIdx.x) * V; c < C; c += static_cast<int64_t>(blockDim.x) * V) {
       float v[V];
       load_values<V>(xr + c, v);
-      uint8_t q[V];
-#pragma unroll
-      for (int j = 0; j < V; ++j) q[j] = encode<Code>(v[j] * inverse);
-      store_codes<V>(cr + c, q);
+      store_encoded<Code, V>(cr + c, v, rs.inverse);
     }
     __syncthreads();  // the next row's block_max reuses the shared partials
   }
@@ -135,7 +76,7 @@ cudaError_t launch_rows_any(const T* x, int64_t rows, int64_t C, QuantCode code,
 
 template <QuantCode Code>
 __global__ void encode_kernel(const float* __restrict__ in, uint8_t* __restrict__ out, int64_t n) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) out[i] = encode<Code>(in[i]);
+  for (int64_t i = first_index(); i < n; i += grid_stride()) out[i] = encode_code<Code>(in[i]);
 }
 
 template <QuantCode Code>
