@@ -198,19 +198,21 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionFp8VsCpu,
                                            AttentionShape{100, 77, 2, 128}),  // cross-attention lengths
                          [](const ::testing::TestParamInfo<AttentionShape>& info) { return case_name(info.param); });
 
-// H3's shapes on one GPU (832x480: 15,100 rows; 1344x768: 37,966; 56 heads): a spread of rows of
-// two heads against the emulation and exact attention (the CPU cannot do every row).
+// H3's sequence lengths on one GPU (832x480: 15,100 rows; 1344x768: 37,966): a spread of rows of
+// two heads against the emulation and exact attention (the CPU cannot do every row). 8 heads, not
+// H3's 56: heads are independent (56 run in the 4099-row case and the timing), and the host would
+// spend most of the script's time generating 56 heads of random inputs.
 TEST(FlashAttentionFp8, H3ShapesOnASpreadOfRows) {
   REQUIRE_HOPPER();
   for (const int64_t S : {int64_t{15100}, int64_t{37966}}) {
-    const AttentionShape s{S, S, 56, 128};
+    const AttentionShape s{S, S, 8, 128};
     Fp8Problem p(s, 9);
     ASSERT_TRUE(p.ready());
     ASSERT_OK(p.run(p.options()));
     ASSERT_CUDA(cudaDeviceSynchronize());
     const Tensor gpu = p.output();
     EXPECT_EQ(count_nonfinite(gpu), 0);
-    const std::vector<int64_t> heads = {0, 55};
+    const std::vector<int64_t> heads = {0, 7};
     std::vector<int64_t> rows;
     for (int64_t i = 0; i < 48; ++i) rows.push_back(i * (S - 1) / 47);
     const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(p.in.q, p.in.k, p.in.v);
@@ -222,7 +224,7 @@ TEST(FlashAttentionFp8, H3ShapesOnASpreadOfRows) {
     const testing::Comparison vs_emul = testing::compare(mine, emulated);
     const testing::Comparison vs_exact = testing::compare(mine, exact);
     const testing::Comparison bf16_vs_exact = testing::compare(bf16, exact);
-    std::printf("FP8_ATTN h3_S%ld_h56 rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e bf16_rel_l2_vs_exact %.3e (cos vs exact %.5f)\n",
+    std::printf("FP8_ATTN h3_S%ld_h8 rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e bf16_rel_l2_vs_exact %.3e (cos vs exact %.5f)\n",
                 static_cast<long>(S), vs_emul.rel_l2, vs_exact.rel_l2, bf16_vs_exact.rel_l2, vs_exact.cosine);
     EXPECT_LE(vs_emul.rel_l2, 4e-2) << vs_emul.summary();
     EXPECT_LE(vs_exact.rel_l2, 0.12) << vs_exact.summary();

@@ -1,4 +1,4 @@
-// Host helpers of the sm_90a kernels: TMA descriptors (CUtensorMap) for bf16 row-major operands
+// Host helpers of the sm_90a kernels: TMA descriptors (CUtensorMap) for bf16 (and e4m3 byte) row-major operands
 // with the 128-byte swizzle their wgmma descriptors expect, and the device checks they share.
 #pragma once
 
