@@ -51,8 +51,11 @@ Status check_shape(const AttentionShape& s) {
   if (s.kv_heads < 0 || s.heads % s.kv_head_count() != 0)
     return Status(ErrorCode::kInvalidArgument,
                   "grouped-query attention needs kv_heads dividing heads, got " + s.to_string());
-  if (s.dtype != DType::kBF16 && s.dtype != DType::kF16)
-    return Status(ErrorCode::kUnsupported, "cuDNN attention runs in bf16 or f16, got " + s.to_string());
+  if (s.dtype != DType::kBF16 && s.dtype != DType::kF16 && s.dtype != DType::kF8E4M3)
+    return Status(ErrorCode::kUnsupported, "cuDNN attention runs in bf16, f16 or e4m3, got " + s.to_string());
+  if (s.dtype == DType::kF8E4M3 && (s.head_dim % 16 != 0 || s.head_dim > 256))
+    return Status(ErrorCode::kUnsupported, "cuDNN FP8 attention needs a head dim that is a multiple of 16 and at "
+                                           "most 256, got " + s.to_string());
   // cuDNN's fused kernels move rows with 16-byte vectors: D must be a multiple of 8 bf16 values.
   if (s.head_dim % 8 != 0 || s.head_dim > 256)
     return Status(ErrorCode::kUnsupported, "cuDNN fused attention needs a head dim that is a multiple of 8 and at "
@@ -157,6 +160,22 @@ struct CudnnAttention::Impl {
     return Status::ok();
   }
 
+  Status run(const void* q, const void* k, const void* v, void* o, const CudnnFp8Scales* fp8,
+             const AttentionShape& shape, cudaStream_t s) {
+    OROCHI_RETURN_IF_ERROR(check_shape(shape));
+    OROCHI_RETURN_IF_ERROR(check_pointer(q, "q"));
+    OROCHI_RETURN_IF_ERROR(check_pointer(k, "k"));
+    OROCHI_RETURN_IF_ERROR(check_pointer(v, "v"));
+    OROCHI_RETURN_IF_ERROR(check_pointer(o, "o"));
+    OROCHI_RETURN_IF_ERROR(ensure_handle());
+    OROCHI_ASSIGN_OR_RETURN(const attention_detail::SdpaPlan* plan, graph_for(shape, s));
+    OROCHI_RETURN_IF_ERROR(fit_workspace(*plan, shape, s));
+    OROCHI_RETURN_IF_ERROR(bind_stream(s));
+    if (!external && workspace) workspace_handed_out = true;
+    return attention_detail::execute_sdpa_plan(*plan, handle, q, k, v, o, workspace_ptr(), fp8)
+        .with_context("cuDNN attention " + shape.to_string());
+  }
+
   // The cached graph for `s`, built on a miss. Building allocates and synchronizes, so a miss
   // while `capture_stream` is capturing is refused instead of breaking the capture.
   Expected<attention_detail::SdpaPlan*> graph_for(const AttentionShape& s, cudaStream_t capture_stream) {
@@ -164,8 +183,13 @@ struct CudnnAttention::Impl {
     if (it != graphs.end()) return it->second.get();
     OROCHI_RETURN_IF_ERROR(refuse_if_capturing(capture_stream, s, "has no cuDNN graph yet"));
     Expected<SdpaPlanPtr> built = attention_detail::build_sdpa_plan(handle, s, preference);
-    if (!built) return built.status().with_context("cuDNN attention " + s.to_string() + ", " +
-                                                   attention_detail::library_versions());
+    if (!built)
+      return built.status().with_context(
+          "cuDNN attention " + s.to_string() + ", " + attention_detail::library_versions() +
+          (s.dtype == DType::kF8E4M3 ? std::string(" (cuDNN's FP8 attention needs compute capability >= 9.0 and "
+                                                   "cuDNN >= 9.1.0, not 9.10.0; its bf16 output Blackwell and "
+                                                   ">= 9.13.0)")
+                                     : std::string()));
     it = graphs.emplace(key_of(s), std::move(*built)).first;
     return it->second.get();
   }
@@ -224,18 +248,30 @@ Status CudnnAttention::run(const void* q, const void* k, const void* v, void* o,
 
 Status CudnnAttention::run(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
                            cudaStream_t stream) {
+  if (shape.dtype == DType::kF8E4M3)
+    return Status(ErrorCode::kInvalidArgument, "attention " + shape.to_string() + " is FP8: call run_fp8 with its scales");
+  return impl_->run(q, k, v, o, nullptr, shape, stream);
+}
+
+Status CudnnAttention::run_fp8(const void* q, const void* k, const void* v, void* o, const CudnnFp8Scales& scales,
+                               const AttentionShape& shape, cudaStream_t stream) {
+  if (shape.dtype != DType::kF8E4M3)
+    return Status(ErrorCode::kInvalidArgument, "run_fp8 needs an e4m3 shape, got " + shape.to_string());
+  for (const void* p : {static_cast<const void*>(scales.descale_q), static_cast<const void*>(scales.descale_k),
+                        static_cast<const void*>(scales.descale_v), static_cast<const void*>(scales.descale_s),
+                        static_cast<const void*>(scales.scale_s), static_cast<const void*>(scales.scale_o),
+                        static_cast<const void*>(scales.amax_s), static_cast<const void*>(scales.amax_o)})
+    if (p == nullptr) return Status(ErrorCode::kInvalidArgument, "FP8 attention: every scale pointer must be set");
+  return impl_->run(q, k, v, o, &scales, shape, stream);
+}
+
+Expected<DType> CudnnAttention::fp8_output_dtype(const AttentionShape& shape) {
+  if (shape.dtype != DType::kF8E4M3)
+    return Status(ErrorCode::kInvalidArgument, "fp8_output_dtype needs an e4m3 shape, got " + shape.to_string());
   OROCHI_RETURN_IF_ERROR(check_shape(shape));
-  OROCHI_RETURN_IF_ERROR(check_pointer(q, "q"));
-  OROCHI_RETURN_IF_ERROR(check_pointer(k, "k"));
-  OROCHI_RETURN_IF_ERROR(check_pointer(v, "v"));
-  OROCHI_RETURN_IF_ERROR(check_pointer(o, "o"));
   OROCHI_RETURN_IF_ERROR(impl_->ensure_handle());
-  OROCHI_ASSIGN_OR_RETURN(const attention_detail::SdpaPlan* plan, impl_->graph_for(shape, stream));
-  OROCHI_RETURN_IF_ERROR(impl_->fit_workspace(*plan, shape, stream));
-  OROCHI_RETURN_IF_ERROR(impl_->bind_stream(stream));
-  if (!impl_->external && impl_->workspace) impl_->workspace_handed_out = true;
-  return attention_detail::execute_sdpa_plan(*plan, impl_->handle, q, k, v, o, impl_->workspace_ptr())
-      .with_context("cuDNN attention " + shape.to_string());
+  OROCHI_ASSIGN_OR_RETURN(attention_detail::SdpaPlan* plan, impl_->graph_for(shape, impl_->stream));
+  return attention_detail::sdpa_plan_output_dtype(*plan);
 }
 
 Expected<std::vector<CudnnAttention::CandidateTiming>> CudnnAttention::time_candidate_plans(
@@ -280,6 +316,11 @@ Status CudnnAttention::run(const void*, const void*, const void*, void*, int64_t
 Status CudnnAttention::run(const void*, const void*, const void*, void*, const AttentionShape&, cudaStream_t) {
   return no_frontend();
 }
+Status CudnnAttention::run_fp8(const void*, const void*, const void*, void*, const CudnnFp8Scales&,
+                               const AttentionShape&, cudaStream_t) {
+  return no_frontend();
+}
+Expected<DType> CudnnAttention::fp8_output_dtype(const AttentionShape&) { return no_frontend(); }
 Expected<std::vector<CudnnAttention::CandidateTiming>> CudnnAttention::time_candidate_plans(
     const AttentionShape&, const void*, const void*, const void*, void*, cudaStream_t, int) {
   return no_frontend();

@@ -6,6 +6,11 @@
 // fp32 softmax, output in the input dtype. Non-causal and kv_heads = heads unless the shape asks
 // for a causal mask or grouped-query attention (the Qwen3-VL text encoder).
 //
+// FP8 (dtype kF8E4M3, run_fp8): e4m3 q, k, v codes with one descale each, P quantized to e4m3 with
+// scale_s inside cuDNN, output bf16 where cuDNN offers it (Blackwell, cuDNN >= 9.13) and e4m3 codes
+// times 1/scale_o otherwise (Hopper): fp8_output_dtype() says which the plan chose.
+// attention_cudnn_fp8.h quantizes bf16 operands for it.
+//
 // Building a cuDNN graph costs milliseconds to seconds (heuristics, sometimes runtime kernel
 // compilation), so each shape is built once and cached. run() for a cached shape only launches, so
 // it can be captured into a CUDA graph; the first call for a shape (or prepare()) must happen
@@ -39,7 +44,8 @@ struct AttentionShape {
   int64_t s_kv = 0;      // key/value rows
   int64_t heads = 0;
   int64_t head_dim = 0;  // D, the same for q, k and v
-  DType dtype = DType::kBF16;  // of q, k, v and o: kBF16 (the denoiser) or kF16 (the video VAE)
+  DType dtype = DType::kBF16;  // of q, k, v and o: kBF16 (the denoiser) or kF16 (the video VAE);
+                               // kF8E4M3: q, k, v codes for run_fp8 (o as fp8_output_dtype says)
   int64_t kv_heads = 0;  // heads of k and v (grouped-query attention); 0 = heads. Must divide heads.
   bool causal = false;   // query row i sees key rows <= i (top-left aligned): LLM self-attention
   int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -51,6 +57,19 @@ struct AttentionShape {
 // op, cuDNN >= 9.13.1) and falls back to the composite graph (matmul-softmax-matmul fused by cuDNN).
 enum class AttentionImplementation { kAuto, kUnified, kComposite };
 const char* attention_implementation_name(AttentionImplementation impl);
+
+// The per-tensor scalars of an FP8 attention: device f32 values, each one float, read or written
+// when the attention runs (so a CUDA graph captures the pointers, not the values).
+struct CudnnFp8Scales {
+  const float* descale_q = nullptr;  // q ≈ code · descale_q; the same for k and v
+  const float* descale_k = nullptr;
+  const float* descale_v = nullptr;
+  const float* descale_s = nullptr;  // P ≈ code · descale_s
+  const float* scale_s = nullptr;    // P's code = e4m3(P · scale_s)
+  const float* scale_o = nullptr;    // O's code = e4m3(O · scale_o) (1 for a bf16 output)
+  float* amax_s = nullptr;           // written: the largest P, the largest |O| (before scale_o)
+  float* amax_o = nullptr;
+};
 
 class CudnnAttention {
  public:
@@ -88,6 +107,16 @@ class CudnnAttention {
   // Same with distinct query and key/value lengths (cross-attention) and the shape's dtype.
   Status run(const void* q, const void* k, const void* v, void* o, const AttentionShape& shape,
              cudaStream_t stream);
+
+  // FP8 attention (shape.dtype kF8E4M3): q, k, v e4m3 codes in the layout above, o of
+  // fp8_output_dtype(shape) (kBF16 or kF8E4M3), the scalars in `scales`. Same caching, workspace
+  // and capture rules as run(). kUnsupported, naming the cuDNN versions, where cuDNN has no FP8
+  // attention for this GPU (needs compute capability >= 9.0 and cuDNN >= 9.1, not 9.10.0).
+  Status run_fp8(const void* q, const void* k, const void* v, void* o, const CudnnFp8Scales& scales,
+                 const AttentionShape& shape, cudaStream_t stream);
+  // The output dtype the FP8 plan for `shape` writes: kBF16 where cuDNN allows it, else kF8E4M3.
+  // Builds and caches the plan.
+  Expected<DType> fp8_output_dtype(const AttentionShape& shape);
 
   // Every execution plan cuDNN's heuristics (modes A and B) offer for `shape`, each timed on the
   // given buffers (median of `runs` after one warm-up) beside the plan run() uses: whether the

@@ -18,12 +18,16 @@ namespace orochi::cuda::attention_detail {
 
 namespace fe = cudnn_frontend;
 
-// Tensor uids of the variant pack.
+// Tensor uids of the variant pack; 5-12 are an FP8 plan's scalars.
 constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidO = 4;
+constexpr int64_t kUidDescaleQ = 5, kUidDescaleK = 6, kUidDescaleV = 7, kUidDescaleS = 8, kUidScaleS = 9,
+                  kUidScaleO = 10, kUidAmaxS = 11, kUidAmaxO = 12;
 
 struct SdpaPlan {
   std::shared_ptr<fe::graph::Graph> graph;
   AttentionImplementation implementation = AttentionImplementation::kAuto;  // the one that built
+  DType output_dtype = DType::kBF16;
+  bool fp8 = false;  // e4m3 operands: the variant pack carries the scalars
   int64_t workspace_bytes = 0;
   std::string engine;  // cuDNN's name for the chosen execution plan
   mutable bool kernels_loaded = false;  // by a warm-up or an eager execute
@@ -75,13 +79,43 @@ Status frontend_status(fe::error_t err, const std::string& what) {
                 what + ": " + frontend_code_name(code) + ": " + err.get_message());
 }
 
-// One lowering, no fallback. `impl` is kUnified or kComposite. The default modes and policy build
-// the heuristic's first choice only; the candidate survey asks for every plan.
+fe::DataType_t frontend_type(DType t) {
+  switch (t) {
+    case DType::kF16: return fe::DataType_t::HALF;
+    case DType::kF8E4M3: return fe::DataType_t::FP8_E4M3;
+    default: return fe::DataType_t::BFLOAT16;
+  }
+}
+
+std::unordered_map<int64_t, void*> variant_pack(const void* q, const void* k, const void* v, void* o,
+                                                const CudnnFp8Scales* fp8) {
+  std::unordered_map<int64_t, void*> pack = {{kUidQ, const_cast<void*>(q)},
+                                             {kUidK, const_cast<void*>(k)},
+                                             {kUidV, const_cast<void*>(v)},
+                                             {kUidO, o}};
+  if (fp8) {
+    pack[kUidDescaleQ] = const_cast<float*>(fp8->descale_q);
+    pack[kUidDescaleK] = const_cast<float*>(fp8->descale_k);
+    pack[kUidDescaleV] = const_cast<float*>(fp8->descale_v);
+    pack[kUidDescaleS] = const_cast<float*>(fp8->descale_s);
+    pack[kUidScaleS] = const_cast<float*>(fp8->scale_s);
+    pack[kUidScaleO] = const_cast<float*>(fp8->scale_o);
+    pack[kUidAmaxS] = fp8->amax_s;
+    pack[kUidAmaxO] = fp8->amax_o;
+  }
+  return pack;
+}
+
+// One lowering, no fallback. `impl` is kUnified or kComposite; `output` is O's dtype (the shape's
+// own, or for FP8 kBF16 / kF8E4M3). The default modes and policy build the heuristic's first
+// choice only; the candidate survey asks for every plan.
 Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl,
+                                 DType output,
                                  const std::vector<fe::HeurMode_t>& modes = {fe::HeurMode_t::A,
                                                                             fe::HeurMode_t::FALLBACK},
                                  fe::BuildPlanPolicy_t policy = fe::BuildPlanPolicy_t::HEURISTICS_CHOICE) {
-  const fe::DataType_t io_type = s.dtype == DType::kF16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16;
+  const fe::DataType_t io_type = frontend_type(s.dtype);
+  const bool fp8 = s.dtype == DType::kF8E4M3;
   auto graph = std::make_shared<fe::graph::Graph>();
   graph->set_io_data_type(io_type)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -110,11 +144,30 @@ Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, 
                         .set_attn_scale(1.0f / std::sqrt(static_cast<float>(D)))
                         .set_implementation(to_frontend(impl));
   if (s.causal) attributes.set_causal_mask(true);  // top-left aligned: row i sees keys 0..i
-  auto outputs = graph->sdpa(q, k, v, std::move(attributes));
-  outputs[0]  // O: [1, H, S_q, D] in the same row-major layout as q
-      ->set_output(true)
+  std::shared_ptr<fe::graph::Tensor_attributes> o;
+  if (fp8) {
+    auto scalar = [&](const char* name, int64_t uid) {  // [1, 1, 1, 1] f32 in device memory
+      return graph->tensor(fe::graph::Tensor_attributes()
+                               .set_name(name)
+                               .set_uid(uid)
+                               .set_data_type(fe::DataType_t::FLOAT)
+                               .set_dim({1, 1, 1, 1})
+                               .set_stride({1, 1, 1, 1}));
+    };
+    auto outputs = graph->sdpa_fp8(q, k, v, scalar("Descale_Q", kUidDescaleQ), scalar("Descale_K", kUidDescaleK),
+                                   scalar("Descale_V", kUidDescaleV), scalar("Descale_S", kUidDescaleS),
+                                   scalar("Scale_S", kUidScaleS), scalar("Scale_O", kUidScaleO),
+                                   std::move(attributes));
+    o = outputs[0];
+    for (auto [amax, uid] : {std::pair{outputs[2], kUidAmaxS}, std::pair{outputs[3], kUidAmaxO}})
+      amax->set_output(true).set_uid(uid).set_data_type(fe::DataType_t::FLOAT).set_dim({1, 1, 1, 1}).set_stride(
+          {1, 1, 1, 1});
+  } else {
+    o = graph->sdpa(q, k, v, std::move(attributes))[0];
+  }
+  o->set_output(true)  // O: [1, H, S_q, D] in the same row-major layout as q
       .set_uid(kUidO)
-      .set_data_type(io_type)
+      .set_data_type(frontend_type(output))
       .set_dim({1, H, s.s_q, D})
       .set_stride(strides(s.s_q, H));
 
@@ -122,17 +175,20 @@ Expected<SdpaPlanPtr> build_with(cudnnHandle_t handle, const AttentionShape& s, 
 
   SdpaPlanPtr built(new SdpaPlan);
   built->implementation = impl;
+  built->output_dtype = output;
+  built->fp8 = fp8;
   OROCHI_RETURN_IF_ERROR(frontend_status(graph->get_workspace_size(built->workspace_bytes), "workspace size"));
   if (!graph->get_plan_name(built->engine).is_good()) built->engine = "unknown engine";
   built->graph = std::move(graph);
   return built;
 }
 
-Expected<SdpaPlanPtr> build_guarded(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl) {
+Expected<SdpaPlanPtr> build_guarded(cudnnHandle_t handle, const AttentionShape& s, AttentionImplementation impl,
+                                    DType output) {
   // The frontend throws for a few conditions (no implementation fits, a missing symbol); nothing
   // may leave the backend as an exception.
   try {
-    return build_with(handle, s, impl);
+    return build_with(handle, s, impl, output);
   } catch (const std::exception& e) {
     return Status(ErrorCode::kUnsupported, std::string("cudnn-frontend threw: ") + e.what());
   }
@@ -146,13 +202,15 @@ Expected<std::vector<CudnnAttention::CandidateTiming>> time_sdpa_candidates(cudn
                                                                             const void* q, const void* k,
                                                                             const void* v, void* o,
                                                                             cudaStream_t stream, int runs) {
+  if (shape.dtype == DType::kF8E4M3)
+    return Status(ErrorCode::kUnsupported, "the candidate plan survey times bf16 / f16 shapes, got " + shape.to_string());
   if (impl == AttentionImplementation::kAuto) {
-    Expected<SdpaPlanPtr> unified = build_guarded(handle, shape, AttentionImplementation::kUnified);
+    Expected<SdpaPlanPtr> unified = build_guarded(handle, shape, AttentionImplementation::kUnified, shape.dtype);
     impl = unified ? AttentionImplementation::kUnified : AttentionImplementation::kComposite;
   }
   std::vector<CudnnAttention::CandidateTiming> out;
   try {
-    Expected<SdpaPlanPtr> all = build_with(handle, shape, impl, {fe::HeurMode_t::A, fe::HeurMode_t::B},
+    Expected<SdpaPlanPtr> all = build_with(handle, shape, impl, shape.dtype, {fe::HeurMode_t::A, fe::HeurMode_t::B},
                                            fe::BuildPlanPolicy_t::ALL);
     if (!all) return all.status();
     fe::graph::Graph& g = *(*all)->graph;
@@ -167,10 +225,7 @@ Expected<std::vector<CudnnAttention::CandidateTiming>> time_sdpa_candidates(cudn
       cudaGetLastError();
       return Status(ErrorCode::kIo, "no room for a " + std::to_string(most) + "-byte attention workspace");
     }
-    std::unordered_map<int64_t, void*> pack = {{kUidQ, const_cast<void*>(q)},
-                                               {kUidK, const_cast<void*>(k)},
-                                               {kUidV, const_cast<void*>(v)},
-                                               {kUidO, o}};
+    std::unordered_map<int64_t, void*> pack = variant_pack(q, k, v, o, nullptr);
     cudaEvent_t start = nullptr, stop = nullptr;
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
@@ -212,34 +267,45 @@ std::string library_versions() {
 
 Expected<SdpaPlanPtr> build_sdpa_plan(cudnnHandle_t handle, const AttentionShape& shape,
                                       AttentionImplementation impl) {
-  if (impl != AttentionImplementation::kAuto) {
-    Expected<SdpaPlanPtr> built = build_guarded(handle, shape, impl);
-    if (!built) return built.status().with_context(std::string(attention_implementation_name(impl)) + " SDPA");
-    return built;
+  // The unified operation is one backend op with the newest kernels; older cuDNN (< 9.13.1; FP8
+  // < 9.25) or an architecture without unified engines leaves the composite graph, which cuDNN 9
+  // always fuses. FP8 prefers a bf16 output (no second rounding of O); Hopper offers only e4m3.
+  std::vector<AttentionImplementation> impls = {impl};
+  if (impl == AttentionImplementation::kAuto) impls = {AttentionImplementation::kUnified, AttentionImplementation::kComposite};
+  std::vector<DType> outputs = {shape.dtype};
+  if (shape.dtype == DType::kF8E4M3) outputs = {DType::kBF16, DType::kF8E4M3};
+  std::string errors;
+  ErrorCode code = ErrorCode::kUnsupported;
+  for (DType output : outputs) {
+    for (AttentionImplementation each : impls) {
+      Expected<SdpaPlanPtr> built = build_guarded(handle, shape, each, output);
+      if (built) return built;
+      code = built.status().code();
+      errors += std::string(errors.empty() ? "" : "; ") + attention_implementation_name(each) + " SDPA" +
+                (outputs.size() > 1 ? std::string(", ") + dtype_name(output) + " output" : std::string()) + ": " +
+                built.status().message();
+    }
   }
-  // The unified operation is one backend op with the newest kernels; older cuDNN (< 9.13.1) or an
-  // architecture without unified engines leaves the composite graph, which cuDNN 9 always fuses.
-  Expected<SdpaPlanPtr> unified = build_guarded(handle, shape, AttentionImplementation::kUnified);
-  if (unified) return unified;
-  Expected<SdpaPlanPtr> composite = build_guarded(handle, shape, AttentionImplementation::kComposite);
-  if (composite) return composite;
-  return Status(composite.status().code(), "unified SDPA: " + unified.status().message() +
-                                               "; composite SDPA: " + composite.status().message());
+  return Status(code, errors);
 }
 
 size_t sdpa_plan_workspace_bytes(const SdpaPlan& plan) { return static_cast<size_t>(plan.workspace_bytes); }
 
+DType sdpa_plan_output_dtype(const SdpaPlan& plan) { return plan.output_dtype; }
+
 std::string sdpa_plan_description(const SdpaPlan& plan) {
-  return std::string(attention_implementation_name(plan.implementation)) + " SDPA, engine " + plan.engine +
+  return std::string(attention_implementation_name(plan.implementation)) + " SDPA" +
+         (plan.fp8 ? std::string(" fp8, ") + dtype_name(plan.output_dtype) + " output" : std::string()) +
+         ", engine " + plan.engine +
          ", workspace " + std::to_string(plan.workspace_bytes) + " B";
 }
 
 Status execute_sdpa_plan(const SdpaPlan& plan, cudnnHandle_t handle, const void* q, const void* k, const void* v,
-                         void* o, void* workspace) {
-  std::unordered_map<int64_t, void*> pack = {{kUidQ, const_cast<void*>(q)},
-                                             {kUidK, const_cast<void*>(k)},
-                                             {kUidV, const_cast<void*>(v)},
-                                             {kUidO, o}};
+                         void* o, void* workspace, const CudnnFp8Scales* fp8) {
+  if (plan.fp8 != (fp8 != nullptr))
+    return Status(ErrorCode::kInvalidArgument, plan.fp8 ? "an FP8 attention plan needs its scales (run_fp8)"
+                                                        : "scales given to a bf16 / f16 attention plan");
+  std::unordered_map<int64_t, void*> pack = variant_pack(q, k, v, o, fp8);
   try {
     Status status = frontend_status(plan.graph->execute(handle, pack, workspace), "executing");
     if (status.is_ok()) plan.kernels_loaded = true;

@@ -23,17 +23,20 @@ struct SdpaPlanDeleter {
 using SdpaPlanPtr = std::unique_ptr<SdpaPlan, SdpaPlanDeleter>;
 
 // Validates, lowers and builds the graph for `shape` on the device current now. kAuto tries the
-// unified lowering, then the composite one, and reports both errors when neither builds.
+// unified lowering, then the composite one, and reports both errors when neither builds. An FP8
+// shape (kF8E4M3) tries a bf16 output first, then an e4m3 one (all cuDNN offers on Hopper).
 Expected<SdpaPlanPtr> build_sdpa_plan(cudnnHandle_t handle, const AttentionShape& shape,
                                       AttentionImplementation impl);
 
 size_t sdpa_plan_workspace_bytes(const SdpaPlan& plan);
+DType sdpa_plan_output_dtype(const SdpaPlan& plan);
 // "unified SDPA, engine <cuDNN plan name>, workspace N B"
 std::string sdpa_plan_description(const SdpaPlan& plan);
 
-// Enqueues the attention on the handle's stream. Launches only: capturable in a CUDA graph.
+// Enqueues the attention on the handle's stream. Launches only: capturable in a CUDA graph. An
+// FP8 plan needs `fp8` (its scalars), any other plan takes none.
 Status execute_sdpa_plan(const SdpaPlan& plan, cudnnHandle_t handle, const void* q, const void* k, const void* v,
-                         void* o, void* workspace);
+                         void* o, void* workspace, const CudnnFp8Scales* fp8 = nullptr);
 
 // Records (never launches) the plan in a throw-away CUDA graph so its kernels get loaded now rather
 // than inside a caller's capture. A no-op once the plan has run or warmed up.
