@@ -20,6 +20,9 @@ struct KernelOptions {
   bool gemm_timed_pick = true;
   // q/k norm + RoPE for head dim 128: one block per sequence row, or one warp per head (items).
   bool qk_norm_items = false;
+  // --precision fp8 / int8: the norms and SwiGLU quantize the rows they write per token for the
+  // quantized linear after them (same codes), or a separate quantize pass per linear (off).
+  bool fused_quantization = true;
 };
 
 }  // namespace orochi::backends

@@ -77,6 +77,10 @@ const std::vector<Switch>& switches() {
                        "q/k norm + RoPE kernel: one block per row, or one warp per head",
                        [](RunSwitches& r, const std::string& v) { r.kernels.qk_norm_items = v == "items"; },
                        [](const RunSwitches& r) { return std::string(r.kernels.qk_norm_items ? "items" : "rows"); }));
+    t.push_back(choice("fused-quant", "OROCHI_FUSED_QUANT", {"on", "off"},
+                       "--precision fp8/int8: norms and SwiGLU write the next linear's per-token codes (off: a pass each)",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.fused_quantization = v == "on"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.fused_quantization ? "on" : "off"); }));
     t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
                        "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
                        [](RunSwitches& r, const std::string& v) {

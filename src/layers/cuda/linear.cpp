@@ -20,18 +20,23 @@ Status linear(const LayerContext& ctx, const GpuLinear& l, const Tensor& x, cons
   return ctx.gemm->linear(x, l.weight, bias, y, ctx.stream);
 }
 
-Expected<RowQuantized> quantize_activation(const LayerContext& ctx, const Tensor& x, DType format) {
+Expected<RowQuantized> activation_buffer(const LayerContext& ctx, int64_t rows, int64_t in, DType format) {
   OROCHI_CHECK(ctx.quantized != nullptr && ctx.quantized_gemm != nullptr,
                "a quantized linear in a run without quantized buffers (the runner's precision is bf16)");
   const QuantizedScratch& s = *ctx.quantized;
-  const int64_t rows = x.dim(0), in = x.dim(1);
   if (rows * in > s.codes.numel() || rows > s.scales.numel() || s.codes.dtype() != format)
     return Status(ErrorCode::kInternal, "quantized linear: an activation [" + std::to_string(rows) + ", " +
-                                            std::to_string(in) + "] does not fit the planned codes buffer " +
-                                            s.codes.describe() + " / " + s.scales.describe());
+                                            std::to_string(in) + "] of " + dtype_name(format) +
+                                            " does not fit the planned codes buffer " + s.codes.describe() + " / " +
+                                            s.scales.describe());
   RowQuantized q;
   q.codes = s.codes.slice(0, 0, rows * in).view({rows, in});  // [rows, in]
   q.scales = s.scales.slice(0, 0, rows);                      // [rows]
+  return q;
+}
+
+Expected<RowQuantized> quantize_activation(const LayerContext& ctx, const Tensor& x, DType format) {
+  OROCHI_ASSIGN_OR_RETURN(RowQuantized q, activation_buffer(ctx, x.dim(0), x.dim(1), format));
   OROCHI_RETURN_IF_ERROR(cuda::quantize_rows(x, q, ctx.stream));
   return q;
 }

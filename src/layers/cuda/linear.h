@@ -35,8 +35,12 @@ Status linear(const LayerContext& ctx, const GpuLinear& l, const Tensor& x, cons
 // x [rows, in] bf16 (contiguous) quantized per token in `format` into ctx.quantized's buffers: a
 // view of them, valid until the next quantization.
 Expected<RowQuantized> quantize_activation(const LayerContext& ctx, const Tensor& x, DType format);
+// ctx.quantized's buffers viewed as the codes [rows, in] and scales [rows] of one activation in
+// `format`, for a kernel that quantizes the rows it produces (backends/cuda/ops_quantized_output.h)
+// to write into; the same bytes quantize_activation writes, so valid until the next of either.
+Expected<RowQuantized> activation_buffer(const LayerContext& ctx, int64_t rows, int64_t in, DType format);
 // y [rows, out] bf16 = the quantized linear l of an activation already quantized (q, k and v share
-// one quantization of their input).
+// one quantization of their input; a producer kernel may have quantized it).
 Status quantized_linear(const LayerContext& ctx, const GpuLinear& l, const RowQuantized& x, const Tensor& y);
 
 }  // namespace orochi::layers::gpu

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/gemm_sm90a.h"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/cuda/kernels/quantized_output_kernels.h"
 #include "layers/cuda/tp_linear.h"
 #include "models/h3/cuda/gpu_runner.h"
 
@@ -20,7 +21,20 @@ T* ptr(const Tensor& t) { return static_cast<T*>(t.raw_data()); }
 
 Status launched(cudaError_t err, const char* what) { return cuda::cuda_status(err, what); }
 
+// Where a producer kernel writes an activation's per-token quantization.
+cuda::kernels::RowCodes row_codes(const RowQuantized& q) {
+  return {q.codes.dtype() == DType::kI8 ? cuda::kernels::QuantCode::kI8 : cuda::kernels::QuantCode::kE4M3,
+          ptr<uint8_t>(q.codes), ptr<float>(q.scales)};
+}
+
 }  // namespace
+
+std::optional<DType> H3GpuRunner::fused_input_format(const GpuLinear& l) const {
+  // Quantized runs are one GPU for now (create() refuses others); a TP / SP linear would need its
+  // input's codes split or exchanged as the bf16 rows are.
+  if (!fused_quantization_ || !l.is_quantized() || tp_ != nullptr || sp_ != nullptr) return std::nullopt;
+  return l.quantized.codes.dtype();
+}
 
 std::string H3GpuRunner::attention_kernel() const {
   const RankDims d = rank_dims(config_, max_, rank_);
@@ -30,7 +44,9 @@ std::string H3GpuRunner::attention_kernel() const {
 // Self-attention of `rows` rows of x into out [rows, H]. A transformer block (`main`) applies RoPE
 // and, with SP, attends over every rank's rows through the Ulysses exchange; the refiner attends
 // over its L text rows alone. With TP, out is summed over the group.
-Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out) {
+Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out,
+                                    const RowQuantized* xq) {
+  OROCHI_CHECK(xq == nullptr || !(main && sp_ != nullptr), "pre-quantized attention input with SP (fused_input_format)");
   if (main && sp_ != nullptr) return ulysses_attention_block(b, x, out);
   RequestBuffers& B = *buf_;
   const RankDims d = rank_dims(config_, B.size, rank_);
@@ -39,26 +55,33 @@ Status H3GpuRunner::attention_block(const GpuBlock& b, const Tensor& x, int64_t 
   const Tensor q = B.q.slice(0, 0, rows), k = B.k.slice(0, 0, rows), v = B.v.slice(0, 0, rows), o = B.o.slice(0, 0, rows);
   const GpuLinear w[] = {b.to_q, b.to_k, b.to_v};
   const Tensor ys[] = {q, k, v};  // [rows, heads * hd] each
-  OROCHI_RETURN_IF_ERROR(project_qkv(b, w, x, ys, heads, /*rope=*/main, /*first_row=*/0));
+  OROCHI_RETURN_IF_ERROR(project_qkv(b, w, x, ys, heads, /*rope=*/main, /*first_row=*/0, xq));
   timer_.begin("attention");
   OROCHI_RETURN_IF_ERROR(attention_.attend(q.raw_data(), k.raw_data(), v.raw_data(), o.raw_data(),
                                            cuda::AttentionShape{.s_q = rows, .s_kv = rows, .heads = heads, .head_dim = hd}));
   timer_.end();
+  // The out-projection's input is quantized by a pass of its own: the attention kernels write o
+  // in bf16 and no other kernel touches o before the projection.
   return layers::gpu::tp_reduced_linear(layer_context(), tp_, b.to_out, o, out, "gemm out");  // [rows, H]
 }
 
 Status H3GpuRunner::project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3],
-                                int64_t heads, bool rope, int64_t first_row) {
+                                int64_t heads, bool rope, int64_t first_row, const RowQuantized* xq) {
   if (w[0].is_quantized()) {
-    // One per-token quantization of x for the three projections (a separate kernel for now; fusing
-    // it into the RMSNorm + modulate that writes x is a later step, once measured).
+    // One per-token quantization of x for the three projections: the norm's (xq), or a pass here.
     const layers::gpu::LayerContext ctx = layer_context();
-    timer_.begin("quantize qkv input");
-    Expected<RowQuantized> xq = layers::gpu::quantize_activation(ctx, x, w[0].quantized.codes.dtype());
-    timer_.end();
-    if (!xq) return xq.status();
+    RowQuantized quantized;
+    if (xq != nullptr) {
+      quantized = *xq;
+    } else {
+      timer_.begin("quantize qkv input");
+      Expected<RowQuantized> q = layers::gpu::quantize_activation(ctx, x, w[0].quantized.codes.dtype());
+      timer_.end();
+      if (!q) return q.status();
+      quantized = *q;
+    }
     timer_.begin("gemm qkv");
-    for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, w[i], *xq, y[i]));
+    for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, w[i], quantized, y[i]));
   } else if (gemm_sm90a_ || w[0].bias.defined() || w[1].bias.defined() || w[2].bias.defined()) {
     timer_.begin("gemm qkv");
     for (int i = 0; i < 3; ++i) OROCHI_RETURN_IF_ERROR(linear(w[i], x, y[i]));
@@ -84,7 +107,8 @@ Status H3GpuRunner::project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], cons
 }
 
 // SwiGLU FFN of `rows` rows of x into out [rows, H] (summed over TP).
-Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out) {
+Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out,
+                                 const RowQuantized* xq) {
   RequestBuffers& B = *buf_;
   const Tensor u = B.u.slice(0, 0, rows), g = B.g.slice(0, 0, rows);
   const Tensor* bias = b.ff_in.bias.defined() ? &b.ff_in.bias : nullptr;
@@ -96,8 +120,24 @@ Status H3GpuRunner::feed_forward(const GpuBlock& b, const Tensor& x, int64_t row
     return layers::gpu::tp_reduced_linear(layer_context(), tp_, b.ff_out, g, out, "gemm ffn out");
   }
   timer_.begin("gemm ffn in");
-  OROCHI_RETURN_IF_ERROR(linear(b.ff_in, x, u));  // [rows, 2F/tp]
+  if (xq != nullptr)
+    OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(layer_context(), b.ff_in, *xq, u));  // [rows, 2F]
+  else
+    OROCHI_RETURN_IF_ERROR(linear(b.ff_in, x, u));  // [rows, 2F/tp]
   timer_.end();
+  if (const std::optional<DType> format = fused_input_format(b.ff_out)) {
+    // SwiGLU writes the codes of g [rows, F] (over ff_in's input codes: that GEMM has read them).
+    const layers::gpu::LayerContext ctx = layer_context();
+    OROCHI_ASSIGN_OR_RETURN(const RowQuantized gq, layers::gpu::activation_buffer(ctx, rows, g.dim(1), *format));
+    timer_.begin("swiglu + quantize");
+    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_swiglu_quantized(ptr<const bf16>(u), nullptr, row_codes(gq),
+                                                                           rows, g.dim(1), stream_), "swiglu + quantize"));
+    timer_.end();
+    timer_.begin("gemm ffn out");
+    OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, b.ff_out, gq, out));  // [rows, H]
+    timer_.end();
+    return Status::ok();
+  }
   timer_.begin("swiglu");
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_swiglu(ptr<const bf16>(u), ptr<bf16>(g), rows, g.dim(1), stream_), "swiglu"));
   timer_.end();
@@ -128,7 +168,9 @@ ModulationRows H3GpuRunner::block_modulation(size_t index, int first) const {
   return ModulationRows{table, W, table + H, W, ptr<const int64_t>(B.adaln_idx)};
 }
 
-// `normed`: the previous block's last kernel already wrote this block's pre-attention norm into a.
+// `normed`: the previous block's last kernel already wrote this block's pre-attention norm: into
+// a, or, where fused_input_format(b.to_q) is set (the previous block's next->quantize, from the same
+// call on this block), as the codes of q/k/v's input instead.
 // `next`: the norm that follows this block, fused into its last residual (null: the residual alone).
 Status H3GpuRunner::transformer_block(size_t index, const GpuBlock& b, bool normed, const NextNorm* next) {
   RequestBuffers& B = *buf_;
@@ -138,27 +180,54 @@ Status H3GpuRunner::transformer_block(size_t index, const GpuBlock& b, bool norm
   const ModulationRows msa = block_modulation(index, 0), mlp = block_modulation(index, 3);
   const int64_t W = msa.shift_stride;
   const bf16 *gate_msa = msa.scale + H, *gate_mlp = mlp.scale + H;
+  const layers::gpu::LayerContext ctx = layer_context();
+  // Each norm writes a [R, H] in bf16, or only the per-token codes of the quantized linear after it.
+  auto codes_for = [&](const std::optional<DType>& format) -> Expected<std::optional<RowQuantized>> {
+    if (!format) return std::optional<RowQuantized>();
+    OROCHI_ASSIGN_OR_RETURN(RowQuantized q, layers::gpu::activation_buffer(ctx, R, H, *format));
+    return std::optional<RowQuantized>(std::move(q));
+  };
+  OROCHI_ASSIGN_OR_RETURN(const std::optional<RowQuantized> qkv_in, codes_for(fused_input_format(b.to_q)));
   if (!normed) {
     timer_.begin("norm + modulate");
-    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
-                                                                   ptr<bf16>(a), R, H, eps, &msa, stream_), "norm1"));
+    if (qkv_in)
+      OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm_quantized(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
+                                                                               nullptr, row_codes(*qkv_in), R, H, eps, &msa, stream_),
+                                      "norm1 + quantize"));
+    else
+      OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(B.h), ptr<const bf16>(b.norm1),
+                                                                     ptr<bf16>(a), R, H, eps, &msa, stream_), "norm1"));
     timer_.end();
   }
-  OROCHI_RETURN_IF_ERROR(attention_block(b, a, R, true, o2));
+  OROCHI_RETURN_IF_ERROR(attention_block(b, a, R, true, o2, qkv_in ? &*qkv_in : nullptr));
   // h += gate_msa · attention, and the FFN's pre-norm of the new h, in one pass.
+  OROCHI_ASSIGN_OR_RETURN(const std::optional<RowQuantized> ffn_in, codes_for(fused_input_format(b.ff_in)));
   timer_.begin("gated residual + norm");
-  OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm(
-                                      ptr<bf16>(B.h), gate_msa, W, msa.idx, ptr<const bf16>(o2),
-                                      ptr<const bf16>(b.norm2), ptr<bf16>(a), R, H, eps, &mlp, stream_),
-                                  "gate msa + norm2"));
-  timer_.end();
-  OROCHI_RETURN_IF_ERROR(feed_forward(b, a, R, o2));
-  if (next != nullptr) {
-    timer_.begin("gated residual + norm");
+  if (ffn_in)
+    OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm_quantized(
+                                        ptr<bf16>(B.h), gate_msa, W, msa.idx, ptr<const bf16>(o2),
+                                        ptr<const bf16>(b.norm2), nullptr, row_codes(*ffn_in), R, H, eps, &mlp, stream_),
+                                    "gate msa + norm2 + quantize"));
+  else
     OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm(
-                                        ptr<bf16>(B.h), gate_mlp, W, mlp.idx, ptr<const bf16>(o2), next->weight,
-                                        ptr<bf16>(a), R, H, next->eps, &next->mod, stream_),
-                                    "gate mlp + next norm"));
+                                        ptr<bf16>(B.h), gate_msa, W, msa.idx, ptr<const bf16>(o2),
+                                        ptr<const bf16>(b.norm2), ptr<bf16>(a), R, H, eps, &mlp, stream_),
+                                    "gate msa + norm2"));
+  timer_.end();
+  OROCHI_RETURN_IF_ERROR(feed_forward(b, a, R, o2, ffn_in ? &*ffn_in : nullptr));
+  if (next != nullptr) {
+    OROCHI_ASSIGN_OR_RETURN(const std::optional<RowQuantized> next_in, codes_for(next->quantize));
+    timer_.begin("gated residual + norm");
+    if (next_in)
+      OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm_quantized(
+                                          ptr<bf16>(B.h), gate_mlp, W, mlp.idx, ptr<const bf16>(o2), next->weight,
+                                          nullptr, row_codes(*next_in), R, H, next->eps, &next->mod, stream_),
+                                      "gate mlp + next norm + quantize"));
+    else
+      OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual_rms_norm(
+                                          ptr<bf16>(B.h), gate_mlp, W, mlp.idx, ptr<const bf16>(o2), next->weight,
+                                          ptr<bf16>(a), R, H, next->eps, &next->mod, stream_),
+                                      "gate mlp + next norm"));
   } else {
     timer_.begin("gated residual");
     OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_gated_residual(ptr<bf16>(B.h), gate_mlp, W, mlp.idx,
@@ -207,7 +276,7 @@ Status H3GpuRunner::forward() {
   const bf16* ft = ptr<const bf16>(B.final_table);
   const NextNorm output_norm{ptr<const bf16>(weights_.norm_out),
                              ModulationRows{ft, 2 * H, ft + H, 2 * H, ptr<const int64_t>(B.ts_idx)},
-                             static_cast<float>(config_.final_norm_eps)};
+                             static_cast<float>(config_.final_norm_eps), /*quantize=*/std::nullopt};  // the heads read a
   bool normed = false;  // a holds the pre-norm of the block about to run
   for (size_t i = 0; i < weights_.blocks.size(); ++i) {
     int slot = -1;
@@ -219,7 +288,7 @@ Status H3GpuRunner::forward() {
       next = output_norm;
     else if (!streaming)
       next = NextNorm{ptr<const bf16>(weights_.blocks[i + 1].norm1), block_modulation(i + 1, 0),
-                      static_cast<float>(config_.norm_eps)};
+                      static_cast<float>(config_.norm_eps), fused_input_format(weights_.blocks[i + 1].to_q)};
     OROCHI_RETURN_IF_ERROR(transformer_block(i, slot < 0 ? weights_.blocks[i] : slot_blocks_[slot], normed,
                                              next ? &*next : nullptr));
     normed = next.has_value();

@@ -57,6 +57,7 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->attention_ = layers::gpu::AttentionRunner(options.kernels.flash_attention, cuda::flash_attention_options(options.kernels));
   r->gemm_sm90a_ = options.kernels.gemm_sm90a;
   r->qk_norm_items_ = options.kernels.qk_norm_items;
+  r->fused_quantization_ = options.kernels.fused_quantization;
   r->precision_ = options.precision;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));

@@ -144,13 +144,23 @@ class H3GpuRunner {
   // (GemmRunner::linear_shared_input), else a linear each (biases, the sm90a GEMM). Then q and k
   // in place: the block's per-head RMSNorms and, with `rope`, RoPE at the angles of packed rows
   // [first_row, first_row + rows).
+  // `xq` (here and below): x's per-token quantization, already written by the kernel that produced
+  // x (fused_input_format), which then did not write x itself; null: the quantized linears
+  // quantize x themselves.
   Status project_qkv(const GpuBlock& b, const GpuLinear (&w)[3], const Tensor& x, const Tensor (&y)[3], int64_t heads,
-                     bool rope, int64_t first_row);
-  Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out);
+                     bool rope, int64_t first_row, const RowQuantized* xq = nullptr);
+  Status attention_block(const GpuBlock& b, const Tensor& x, int64_t rows, bool main, const Tensor& out,
+                         const RowQuantized* xq = nullptr);
   // Ulysses SP (layers/cuda/ulysses.h): q/k/v of all rows of this rank's heads by one of the two
   // schemes (gather_sp_rows_), attention over them, and the out-projection of this rank's rows.
   Status ulysses_attention_block(const GpuBlock& b, const Tensor& x, const Tensor& out);
-  Status feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out);
+  // SwiGLU writes the per-token codes of the second linear's input itself where that linear takes
+  // them (fused_input_format).
+  Status feed_forward(const GpuBlock& b, const Tensor& x, int64_t rows, const Tensor& out,
+                      const RowQuantized* xq = nullptr);
+  // The format in which the kernel that produces l's input quantizes it per token in place of its
+  // bf16 output (fused-quant=on, l quantized, one GPU), or none: the input goes through bf16.
+  std::optional<DType> fused_input_format(const GpuLinear& l) const;
   Status refiner_block(const GpuBlock& b, const Tensor& t);
   // The norm after a block (the next block's pre-attention norm, or the output norm) for the
   // block's last kernel to write into the buffer a.
@@ -158,6 +168,8 @@ class H3GpuRunner {
     const cuda::kernels::bf16* weight = nullptr;
     cuda::kernels::ModulationRows mod;
     float eps = 0;
+    // The next block's fused_input_format(to_q): the norm writes those codes instead of a.
+    std::optional<DType> quantize;
   };
   cuda::kernels::ModulationRows block_modulation(size_t index, int first) const;
   Status transformer_block(size_t index, const GpuBlock& b, bool normed, const NextNorm* next);
@@ -184,6 +196,10 @@ class H3GpuRunner {
   // an H200, 2026-11-30); cublas (the default): cuBLASLt everywhere.
   bool gemm_sm90a_ = false;
   bool qk_norm_items_ = false;  // qk-norm=items: one warp per head
+  // fused-quant=on (the default): with --precision fp8 / int8, the norms and SwiGLU write the
+  // per-token codes of the quantized linear after them (bit for bit the separate pass's); off: a
+  // separate quantize_rows pass over each bf16 activation (for side-by-side timing).
+  bool fused_quantization_ = true;
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
