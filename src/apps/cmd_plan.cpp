@@ -82,6 +82,7 @@ Expected<planner::PlanInput> parse_input(const Args& args, pipeline::Sampling& s
   const EngineCli cli{"", gpus, "auto", 60, args.get("set", ""), true, "orochi plan"};
   OROCHI_ASSIGN_OR_RETURN(const engine::EngineOptions options, engine_options_from(cli));
   in.sp = options.switches.sp;
+  in.conditioner_precision = options.switches.conditioner_precision;  // the text-encoder phase's linears
   // --precision: the weight and activation bytes of the denoiser's linears (what generate will take).
   Expected<Precision> precision = parse_precision(args.get("precision", "bf16"));
   if (!precision) return usage_error(precision.status().message());

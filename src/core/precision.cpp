@@ -1,5 +1,6 @@
 #include "core/precision.h"
 
+#include <algorithm>
 #include <string>
 
 namespace orochi {
@@ -26,6 +27,10 @@ DType precision_weight_dtype(Precision precision) {
     case Precision::kBf16: break;
   }
   return DType::kBF16;
+}
+
+int64_t quantized_accumulator_rows(Precision precision, int64_t rows) {
+  return std::min<int64_t>(rows, precision == Precision::kInt8 ? 4096 : 1024);
 }
 
 }  // namespace orochi

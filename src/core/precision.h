@@ -20,4 +20,10 @@ Expected<Precision> parse_precision(std::string_view text);
 // The code format of a quantized weight: DType::kF8E4M3 (fp8) or DType::kI8 (int8); kBF16 for bf16.
 DType precision_weight_dtype(Precision precision);
 
+// Rows of a quantized linear's GEMM accumulator (f32 [rows, widest quantized output]): int8 always
+// dequantizes in our epilogue, so its linears run in chunks of this many rows (each chunk still a
+// large GEMM); fp8 needs it only where cuBLASLt refuses outer-vector scales, so it gets a smaller
+// one. One place for every model's runner and the planner.
+int64_t quantized_accumulator_rows(Precision precision, int64_t rows);
+
 }  // namespace orochi

@@ -139,4 +139,10 @@ Tensor quantized_linear(const RowQuantized& x, const RowQuantized& w, const Tens
   return out;
 }
 
+Tensor emulated_quantized_linear(const Tensor& x, const Tensor& weight, const Tensor* bias, DType format) {
+  const RowQuantized xq = quantize_rows(x.contiguous().to(DType::kBF16), format);  // per token [M, K]
+  const RowQuantized wq = quantize_rows(weight.to(DType::kBF16), format);          // per channel [N, K]
+  return quantized_linear(xq, wq, bias);                                          // [M, N]
+}
+
 }  // namespace orochi

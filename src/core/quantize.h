@@ -56,4 +56,9 @@ float dequantize_accumulator(float acc, float x_scale, float w_scale, float bias
 // product's truth and a GPU's distance to it is the GPU's own accumulation error.
 Tensor quantized_linear(const RowQuantized& x, const RowQuantized& w, const Tensor* bias);
 
+// What a GPU's quantized linear computes, on the host (the CPU forwards' emulation of --precision
+// fp8 / int8): x [M, K] and weight [N, K] (any float dtype) rounded to bf16 as the GPU holds them,
+// quantized per token and per output channel in `format`, then quantized_linear -> f32 [M, N].
+Tensor emulated_quantized_linear(const Tensor& x, const Tensor& weight, const Tensor* bias, DType format);
+
 }  // namespace orochi

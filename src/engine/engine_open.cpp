@@ -215,6 +215,11 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     return unsupported(std::string("--precision ") + precision_name(options.precision) +
                        " runs the denoiser's quantized linears on a GPU; the CPU path computes in f32: add --device "
                        "cuda, or drop --precision");
+  if (options.switches.conditioner_precision != Precision::kBf16 && !e->on_gpu_)
+    return unsupported(std::string("--set conditioner-precision=") +
+                       precision_name(options.switches.conditioner_precision) +
+                       " runs the text encoder's quantized linears on a GPU; the CPU path computes in f32: add "
+                       "--device cuda, or drop the switch");
   if (options.precision != Precision::kBf16 && options.gpus > 1)
     return unsupported(std::string("--precision ") + precision_name(options.precision) +
                        " runs on one GPU for now (issue 25): use --gpus 1, or --precision bf16 on " +

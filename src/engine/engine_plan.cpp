@@ -322,6 +322,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
   p.switches = options_.switches;
   p.precision = options_.precision;
   plan.text_placement.device = first_gpu_;
+  plan.text_placement.precision = options_.switches.conditioner_precision;
   if (r.prompt && !configs_)
     return not_found("no text encoder config to plan --prompt on the GPU from" +
                      (source_.dir ? ": " + *source_.dir + "/text_encoder/config.json is missing" : std::string()) +
@@ -344,6 +345,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
     in.text_encoder_tiers = planner::TierPolicy{/*peer=*/false, /*host=*/true, in.tiers.staging_slots};
     in.sp = options_.switches.sp;
     in.precision = options_.precision;
+    in.conditioner_precision = options_.switches.conditioner_precision;
     if (options_.gpus > 1 && options_.parallel == "auto") {  // the link decides between the layout and one GPU
       OROCHI_ASSIGN_OR_RETURN(in.gpus.peer_gbps, gpus.link_gbps(first_gpu_, options_.gpus));
       char line[160];

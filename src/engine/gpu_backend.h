@@ -67,6 +67,7 @@ struct TextEncoderPlacement {
   int device = 0;
   std::vector<bool> streamed;  // per loaded layer; empty: every layer resident
   int slots = 2;
+  Precision precision = Precision::kBf16;  // the text stack's linears (--set conditioner-precision)
 };
 
 // `orochi bench dit`: the denoiser forward with random weights of the released shapes.

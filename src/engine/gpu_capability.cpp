@@ -36,6 +36,9 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
   if (precision == Precision::kFp8 && !has_fp8(cc))
     return unsupported("--precision fp8 needs FP8 tensor cores (compute capability 8.9 or later: RTX 4090, L40, "
                        "H100/H200); " + where + " has none: use --precision int8");
+  if (switches.conditioner_precision == Precision::kFp8 && !has_fp8(cc))
+    return unsupported("--set conditioner-precision=fp8 needs FP8 tensor cores (compute capability 8.9 or later); " +
+                       where + " has none: use conditioner-precision=int8 or bf16");
   RunSwitches out = switches;
   if (runs_sm90a(cc) && !switches.generic_kernels) return out;
   const std::string why = switches.generic_kernels && runs_sm90a(cc)

@@ -139,6 +139,10 @@ const std::vector<Switch>& switches() {
                                                      : std::to_string(r.sp.pace.piece_bytes >> 20) + ":" +
                                                            std::to_string(r.sp.pace.gap_us);
                  }});
+    t.push_back(choice("conditioner-precision", "OROCHI_CONDITIONER_PRECISION", {"bf16", "fp8", "int8"},
+                       "the Qwen3-VL text stack's linears: bf16 (default, whatever --precision), or quantized at load",
+                       [](RunSwitches& r, const std::string& v) { r.conditioner_precision = *parse_precision(v); },
+                       [](const RunSwitches& r) { return std::string(precision_name(r.conditioner_precision)); }));
     return t;
   }();
   return table;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/kernel_options.h"
+#include "core/precision.h"
 #include "core/status.h"
 #include "dist/parallel_options.h"
 
@@ -23,6 +24,11 @@ struct RunSwitches {
   // kernels=generic: only the kernels every supported GPU runs (cuDNN attention, cuBLASLt), as on a
   // GPU without Hopper's sm_90a instructions; how an H200 tests what a 3090 or 4090 runs.
   bool generic_kernels = false;
+  // The Qwen3-VL conditioner's text-stack linears (conditioner-precision). bf16 by default whatever
+  // --precision says: a lossy conditioner changes every token's features, which every denoiser
+  // step then reads, for ~1-2% of a ref2va run's time; fp8 / int8 halve its weight bytes (what a
+  // smaller GPU streams) and are asked for explicitly until measured within the bars.
+  Precision conditioner_precision = Precision::kBf16;
   // The switches given (--set or the environment), by name: engine/gpu_capability.h refuses a
   // Hopper kernel that was asked for on another GPU, and turns off one that is only the default.
   std::vector<std::string> given;

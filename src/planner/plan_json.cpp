@@ -68,6 +68,7 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
                                {"audio_clip_rows", n.audio_clip_rows}};
   return {{"model", in.models.source},
           {"precision", precision_name(in.precision)},
+          {"conditioner_precision", precision_name(in.conditioner_precision)},
           {"request",
            {{"workflow", s.workflow},
             {"width", s.geometry.width},

@@ -27,11 +27,12 @@ PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
   p.name = "text encoder";
   const qwen3vl::TextConfig& t = in.models.text_encoder;
   p.about = "Qwen3-VL text decoder, " + std::to_string(in.models.text_layers) + " of " +
-            std::to_string(t.num_hidden_layers) + " layers, bf16, L = " + count(shape.text_rows) + " prompt tokens";
+            std::to_string(t.num_hidden_layers) + " layers, " + precision_name(in.conditioner_precision) +
+            ", L = " + count(shape.text_rows) + " prompt tokens";
   p.layout = ParallelLayout{};
   p.tiers = in.text_encoder_tiers.value_or(in.tiers);
-  p.groups = text_encoder_weight_groups(in.models, in.request.vision_patches > 0);
-  p.buffers = text_encoder_buffers(in.models, shape.text_rows, in.request.vision_patches);
+  p.groups = text_encoder_weight_groups(in.models, in.request.vision_patches > 0, in.conditioner_precision);
+  p.buffers = text_encoder_buffers(in.models, shape.text_rows, in.request.vision_patches, in.conditioner_precision);
   if (in.request.vision_patches > 0)
     p.about += ", vision tower over " + count(in.request.vision_patches) + " patches";
   if (in.gpus.count > 1)

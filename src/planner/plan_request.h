@@ -101,6 +101,9 @@ struct PlanInput {
   // The denoiser's linears (--precision): fp8 / int8 hold the blocks' linears as 1-byte codes and
   // per-channel scales, and the plan counts those bytes.
   Precision precision = Precision::kBf16;
+  // The conditioner's text-stack linears (--set conditioner-precision; engine/run_switches.h): the
+  // text-encoder phase counts their codes and scales the same way.
+  Precision conditioner_precision = Precision::kBf16;
 };
 
 }  // namespace orochi::planner

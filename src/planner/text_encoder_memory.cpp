@@ -22,13 +22,18 @@ int64_t vision_tower_parameters(const qwen3vl::VisionConfig& v) {
          static_cast<int64_t>(v.deepstack_visual_indexes.size()) * deepstack;
 }
 
-std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m, bool vision) {
+std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m, bool vision, Precision precision) {
   const qwen3vl::TextConfig& t = m.text_encoder;
   const int64_t H = t.hidden_size, I = t.intermediate_size;
+  // A linear [out, in]: bf16, or 1-byte codes and f32 scales [out] (two arena pieces).
+  auto linear = [precision](int64_t out, int64_t in) {
+    if (precision == Precision::kBf16) return buffer(out * in, 2);
+    return buffer(out * in, dtype_size(precision_weight_dtype(precision))) + buffer(out, 4);
+  };
   const uint64_t layer = 2 * buffer(H, 2) + 2 * buffer(t.head_dim, 2) +   // norms, q/k norms
-                         buffer(t.q_dim() * H, 2) + 2 * buffer(t.kv_dim() * H, 2) +
-                         buffer(H * t.q_dim(), 2) +                      // o
-                         2 * buffer(I * H, 2) + buffer(H * I, 2);        // gate, up, down
+                         linear(t.q_dim(), H) + 2 * linear(t.kv_dim(), H) +
+                         linear(H, t.q_dim()) +                          // o
+                         linear(2 * I, H) + linear(H, I);                // [up; gate], down
   std::vector<WeightGroup> groups;
   for (int64_t i = 0; i < m.text_layers; ++i) groups.push_back({"layer " + std::to_string(i), layer, true});
   groups.push_back({"embedding", static_cast<uint64_t>(t.vocab_size * H) * 2, false, Tier::kStreamedOnce, -1});
@@ -37,7 +42,7 @@ std::vector<WeightGroup> text_encoder_weight_groups(const ModelConfigs& m, bool 
 }
 
 std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t L /* prompt tokens */,
-                                             int64_t N /* vision patches */) {
+                                             int64_t N /* vision patches */, Precision precision) {
   const qwen3vl::TextConfig& t = m.text_encoder;
   const int64_t H = t.hidden_size, q = t.q_dim(), kv = t.kv_dim(), I = t.intermediate_size;
   const PoolKind act = PoolKind::kActivations, state = PoolKind::kRequestState;
@@ -51,6 +56,19 @@ std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t L /
       {PoolKind::kScratch, "attention workspace (estimate)", buffer(t.num_attention_heads * L * 2, 4)},
       {PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB},
   };
+  if (precision != Precision::kBf16) {
+    // One linear input's codes and per-token scales, the quantized GEMM's accumulator, the
+    // quantized runner's own cuBLASLt workspace (QuantizedGemmRunner::kDefaultWorkspaceBytes).
+    const std::string codes = dtype_name(precision_weight_dtype(precision));
+    b.push_back({act, "quantized linear input " + codes + " [L, " + std::to_string(t.widest_linear_in()) +
+                          "] + scales f32 [L]",
+                 buffer(L * t.widest_linear_in(), 1) + buffer(L, 4)});
+    b.push_back({act, "quantized GEMM accumulator f32 [" +
+                          std::to_string(quantized_accumulator_rows(precision, L)) + ", " +
+                          std::to_string(t.widest_linear_out()) + "]",
+                 buffer(quantized_accumulator_rows(precision, L) * t.widest_linear_out(), 4)});
+    b.push_back({PoolKind::kScratch, "quantized cuBLASLt workspace", 32 * kMiB});
+  }
   if (N > 0) {
     // The tower over N patches (bf16): pixel values in, a residual and its normed copy, q/k/v and the
     // attention output, the MLP's hidden; the merged tokens and the DeepStack features stay for the

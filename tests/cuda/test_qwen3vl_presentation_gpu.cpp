@@ -15,6 +15,9 @@
 // included); then a 2-layer stack with the same weights gives hidden_states[2]. Writes
 // DIR/<case>.safetensors (inputs and both outputs) and DIR/<case>.json (times), and prints one
 // "[presentation-full] {json}" line per case. OROCHI_QWEN3VL_FULL_SEED (default 7).
+// OROCHI_QWEN3VL_FULL_PRECISIONS (default bf16), e.g. bf16,fp8: after the bf16 stack, the same
+// weights' stack at each other precision (--set conditioner-precision) over the same cases, its
+// outputs in DIR/<case>.<precision>.safetensors and its times in DIR/<case>.<precision>.json.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -33,12 +36,14 @@
 
 #include "backends/cuda/device.h"
 #include "backends/cuda/device_memory.h"
+#include "core/precision.h"
 #include "models/qwen3vl/cuda/gpu_text_encoder.h"
 #include "models/qwen3vl/cuda/gpu_vision_tower.h"
 #include "models/qwen3vl/random_weights.h"
 #include "models/qwen3vl/rope_index.h"
 #include "support/compare.h"
 #include "support/qwen3vl_presentation.h"
+#include "weights/safetensors_writer.h"
 
 namespace orochi::testing {
 namespace {
@@ -162,94 +167,121 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
   auto tower = qwen3vl::gpu::GpuVisionTower::create(vc, 0, max_patches);
   ASSERT_TRUE(tower.has_value()) << tower.status().to_string();
   ASSERT_TRUE((*tower)->init_random(seed).is_ok());
-  auto enc = qwen3vl::gpu::GpuTextEncoder::create(tc, kLayers, 0, max_tokens);
-  ASSERT_TRUE(enc.has_value()) << enc.status().to_string();
-  ASSERT_TRUE((*enc)->init_random(seed).is_ok());
-  auto enc2 = qwen3vl::gpu::GpuTextEncoder::create(tc, 2, 0, max_tokens);  // the same first 2 layers
-  ASSERT_TRUE(enc2.has_value()) << enc2.status().to_string();
-  ASSERT_TRUE((*enc2)->init_random(seed).is_ok());
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::fprintf(stderr, "[presentation-full] weights generated in %.2f s; GPU in use %.1f GiB\n", seconds_since(t_init),
-               gpu_used_gib());
+  std::fprintf(stderr, "[presentation-full] tower generated in %.2f s\n", seconds_since(t_init));
 
-  for (size_t ci = 0; ci < names.size(); ++ci) {
-    const std::string& name = names[ci];
-    const std::optional<BuiltPresentation>& p = built[ci];
-    const Tensor ids = p ? p->input_ids : text_only_ids(kTextOnlyTokens, tc.vocab_size);
-    const Tensor pixels = p ? p->pixel_values.to(DType::kBF16) : Tensor();  // what diffusers hands the tower
-    std::vector<double> total, vision_s;
-    Tensor out, positions;
-    qwen3vl::VisionEmbeddings vision;
-    for (int64_t it = 0; it < warmup + iters; ++it) {
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const auto t0 = std::chrono::steady_clock::now();
-      double tv = 0;
-      Expected<Tensor> o = Tensor();
-      if (p) {
-        Expected<Tensor> pos = qwen3vl::rope_index(p->types, p->image_grids, p->video_grids);
-        ASSERT_TRUE(pos.has_value()) << pos.status().to_string();
-        positions = *pos;
-        Expected<qwen3vl::VisionFeatures> f = (*tower)->run_on_device(pixels, p->grids());
-        ASSERT_TRUE(f.has_value()) << f.status().to_string();
-        tv = seconds_since(t0);
-        vision = presentation_vision(*p, *f);
-        o = (*enc)->encode(ids, positions, vision);
-      } else {
-        o = (*enc)->encode_text(ids);
-      }
-      ASSERT_TRUE(o.has_value()) << o.status().to_string();
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      const double t = seconds_since(t0);
-      std::fprintf(stderr, "[presentation-full] %s run %lld: %.4f s (vision %.4f s)%s\n", name.c_str(),
-                   static_cast<long long>(it + 1), t, tv, it < warmup ? " warm-up" : "");
-      if (it >= warmup) total.push_back(t), vision_s.push_back(tv);
-      out = std::move(o).value();
-    }
-    // hidden_states[2]: the 2-layer stack on the last run's vision outputs (still on the GPU).
-    Expected<Tensor> h2 = p ? (*enc2)->encode(ids, positions, vision) : (*enc2)->encode_text(ids);
-    ASSERT_TRUE(h2.has_value()) << h2.status().to_string();
-    EXPECT_TRUE(finite(out));
+  // bf16 first (its dumps carry the inputs), then each other text-stack precision asked for, each
+  // pair of stacks freed before the next is made (the same seed: the quantization of the same
+  // weights). The tower stays bf16.
+  std::vector<Precision> precisions = {Precision::kBf16};
+  const char* precisions_env = std::getenv("OROCHI_QWEN3VL_FULL_PRECISIONS");
+  std::stringstream ps(precisions_env && *precisions_env ? precisions_env : "bf16");
+  for (std::string n; std::getline(ps, n, ',');) {
+    Expected<Precision> parsed = parse_precision(n);
+    ASSERT_TRUE(parsed.has_value()) << "OROCHI_QWEN3VL_FULL_PRECISIONS: " << parsed.status().to_string();
+    if (std::find(precisions.begin(), precisions.end(), *parsed) == precisions.end()) precisions.push_back(*parsed);
+  }
+  for (const Precision precision : precisions) {
+    const bool bf16 = precision == Precision::kBf16;
+    const std::string tag = bf16 ? "" : std::string(".") + precision_name(precision);  // dump file suffix
+    const auto t_stack = std::chrono::steady_clock::now();
+    auto enc = qwen3vl::gpu::GpuTextEncoder::create(tc, kLayers, 0, max_tokens, {}, precision);
+    ASSERT_TRUE(enc.has_value()) << enc.status().to_string();
+    ASSERT_TRUE((*enc)->init_random(seed).is_ok());
+    auto enc2 = qwen3vl::gpu::GpuTextEncoder::create(tc, 2, 0, max_tokens, {}, precision);  // the same first 2 layers
+    ASSERT_TRUE(enc2.has_value()) << enc2.status().to_string();
+    ASSERT_TRUE((*enc2)->init_random(seed).is_ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::fprintf(stderr, "[presentation-full] %s stack generated in %.2f s (weights %.1f GiB); GPU in use %.1f GiB\n",
+                 precision_name(precision), seconds_since(t_stack),
+                 static_cast<double>((*enc)->weight_bytes()) / (1 << 30), gpu_used_gib());
 
-    nlohmann::json j{{"case", name},
-                     {"tokens", ids.numel()},
-                     {"vision_patches", p ? p->pixel_values.dim(0) : 0},
-                     {"vision_tokens", p ? static_cast<int64_t>(p->vision_rows.size()) : 0},
-                     {"layers", kLayers},
-                     {"seed", seed},
-                     {"total_s_median", median(total)},
-                     {"total_s_all", total},
-                     {"vision_s_median", median(vision_s)},
-                     {"text_s_median", median(total) - median(vision_s)},
-                     {"warmup", warmup},
-                     {"gpu_used_gib", gpu_used_gib()},
-                     {"out_finite", finite(out)}};
-    const std::map<std::string, std::string> meta{{"case", name},
-                                                  {"seed", std::to_string(seed)},
-                                                  {"layers", std::to_string(kLayers)},
-                                                  {"dtype", "bf16"},
-                                                  {"text_config", text_config_json(tc)},
-                                                  {"vision_config", vision_config_json(vc)},
-                                                  {"weights", "qwen3vl::random_weights.h rules, filled on the GPU"}};
-    const auto t_dump = std::chrono::steady_clock::now();
-    std::vector<std::pair<std::string, Tensor>> outputs = {{"hidden_2", *h2}, {"hidden_final", out}};
-    // The tower's outputs too (bf16, as the stack takes them) where they are small (ref2va-2img):
-    // the script feeds them to transformers' stack to tell the tower's share of the distance.
-    if (p && p->vision_rows.size() <= 10000) {
-      Expected<Tensor> f = cuda::download(vision.features);
-      ASSERT_TRUE(f.has_value()) << f.status().to_string();
-      outputs.emplace_back("vision_features", *f);
-      for (size_t k = 0; k < vision.deepstack.size(); ++k) {
-        Expected<Tensor> d = cuda::download(vision.deepstack[k]);
-        ASSERT_TRUE(d.has_value()) << d.status().to_string();
-        outputs.emplace_back("deepstack_" + std::to_string(k), *d);
+    for (size_t ci = 0; ci < names.size(); ++ci) {
+      const std::string& name = names[ci];
+      const std::optional<BuiltPresentation>& p = built[ci];
+      const Tensor ids = p ? p->input_ids : text_only_ids(kTextOnlyTokens, tc.vocab_size);
+      const Tensor pixels = p ? p->pixel_values.to(DType::kBF16) : Tensor();  // what diffusers hands the tower
+      std::vector<double> total, vision_s;
+      Tensor out, positions;
+      qwen3vl::VisionEmbeddings vision;
+      for (int64_t it = 0; it < warmup + iters; ++it) {
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const auto t0 = std::chrono::steady_clock::now();
+        double tv = 0;
+        Expected<Tensor> o = Tensor();
+        if (p) {
+          Expected<Tensor> pos = qwen3vl::rope_index(p->types, p->image_grids, p->video_grids);
+          ASSERT_TRUE(pos.has_value()) << pos.status().to_string();
+          positions = *pos;
+          Expected<qwen3vl::VisionFeatures> f = (*tower)->run_on_device(pixels, p->grids());
+          ASSERT_TRUE(f.has_value()) << f.status().to_string();
+          tv = seconds_since(t0);
+          vision = presentation_vision(*p, *f);
+          o = (*enc)->encode(ids, positions, vision);
+        } else {
+          o = (*enc)->encode_text(ids);
+        }
+        ASSERT_TRUE(o.has_value()) << o.status().to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const double t = seconds_since(t0);
+        std::fprintf(stderr, "[presentation-full] %s %s run %lld: %.4f s (vision %.4f s)%s\n", name.c_str(),
+                     precision_name(precision), static_cast<long long>(it + 1), t, tv, it < warmup ? " warm-up" : "");
+        if (it >= warmup) total.push_back(t), vision_s.push_back(tv);
+        out = std::move(o).value();
       }
+      // hidden_states[2]: the 2-layer stack on the last run's vision outputs (still on the GPU).
+      Expected<Tensor> h2 = p ? (*enc2)->encode(ids, positions, vision) : (*enc2)->encode_text(ids);
+      ASSERT_TRUE(h2.has_value()) << h2.status().to_string();
+      EXPECT_TRUE(finite(out));
+
+      nlohmann::json j{{"case", name},
+                       {"precision", precision_name(precision)},
+                       {"tokens", ids.numel()},
+                       {"vision_patches", p ? p->pixel_values.dim(0) : 0},
+                       {"vision_tokens", p ? static_cast<int64_t>(p->vision_rows.size()) : 0},
+                       {"layers", kLayers},
+                       {"seed", seed},
+                       {"total_s_median", median(total)},
+                       {"total_s_all", total},
+                       {"vision_s_median", median(vision_s)},
+                       {"text_s_median", median(total) - median(vision_s)},
+                       {"warmup", warmup},
+                       {"text_weight_gib", static_cast<double>((*enc)->weight_bytes()) / (1 << 30)},
+                       {"gpu_used_gib", gpu_used_gib()},
+                       {"out_finite", finite(out)}};
+      const std::map<std::string, std::string> meta{{"case", name},
+                                                    {"seed", std::to_string(seed)},
+                                                    {"layers", std::to_string(kLayers)},
+                                                    {"dtype", "bf16"},
+                                                    {"precision", precision_name(precision)},
+                                                    {"text_config", text_config_json(tc)},
+                                                    {"vision_config", vision_config_json(vc)},
+                                                    {"weights", "qwen3vl::random_weights.h rules, filled on the GPU"}};
+      const auto t_dump = std::chrono::steady_clock::now();
+      std::vector<std::pair<std::string, Tensor>> outputs = {{"hidden_2", *h2}, {"hidden_final", out}};
+      if (bf16) {
+        // The tower's outputs too (bf16, as the stack takes them) where they are small (ref2va-2img):
+        // the script feeds them to transformers' stack to tell the tower's share of the distance.
+        if (p && p->vision_rows.size() <= 10000) {
+          Expected<Tensor> f = cuda::download(vision.features);
+          ASSERT_TRUE(f.has_value()) << f.status().to_string();
+          outputs.emplace_back("vision_features", *f);
+          for (size_t k = 0; k < vision.deepstack.size(); ++k) {
+            Expected<Tensor> d = cuda::download(vision.deepstack[k]);
+            ASSERT_TRUE(d.has_value()) << d.status().to_string();
+            outputs.emplace_back("deepstack_" + std::to_string(k), *d);
+          }
+        }
+        ASSERT_TRUE(write_presentation_dump(dir + "/" + name + ".safetensors", p ? &*p : nullptr, ids, outputs, meta)
+                        .is_ok());
+      } else {  // the outputs alone: <case>.safetensors holds the inputs
+        ASSERT_TRUE(weights::write_safetensors(dir + "/" + name + tag + ".safetensors", outputs, meta).is_ok());
+      }
+      std::ofstream(dir + "/" + name + tag + ".json") << j.dump() << "\n";
+      std::fprintf(stderr, "[presentation-full] %s%s dumped in %.2f s\n", name.c_str(), tag.c_str(),
+                   seconds_since(t_dump));
+      std::printf("[presentation-full] %s\n", j.dump().c_str());
+      std::fflush(stdout);
     }
-    ASSERT_TRUE(write_presentation_dump(dir + "/" + name + ".safetensors", p ? &*p : nullptr, ids, outputs, meta)
-                    .is_ok());
-    std::ofstream(dir + "/" + name + ".json") << j.dump() << "\n";
-    std::fprintf(stderr, "[presentation-full] %s dumped in %.2f s\n", name.c_str(), seconds_since(t_dump));
-    std::printf("[presentation-full] %s\n", j.dump().c_str());
-    std::fflush(stdout);
   }
 }
 

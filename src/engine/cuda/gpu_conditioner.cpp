@@ -1,6 +1,7 @@
 // The Qwen3-VL conditioner of a presentation with pictures on one GPU: the vision tower (bf16) over
-// each modality, its memory given back, then the text stack (bf16, streamed layers as the plan
-// says) over the mixed sequence; the same steps as pipeline::encode_conditioner_inputs_cpu.
+// each modality, its memory given back, then the text stack (bf16, or its linears quantized at
+// --set conditioner-precision; streamed layers as the plan says) over the mixed sequence; the same
+// steps as pipeline::encode_conditioner_inputs_cpu.
 #include <algorithm>
 
 #include "engine/cuda/cuda_backend.h"
@@ -47,7 +48,8 @@ Expected<Tensor> cuda_encode_presentation(const std::string& dir, const pipeline
   }
   const qwen3vl::gpu::TextStreaming streaming{placement.streamed, placement.slots, weights::WeightTier::kHost, -1};
   OROCHI_ASSIGN_OR_RETURN(auto encoder, qwen3vl::gpu::GpuTextEncoder::create(host.config, layer, placement.device,
-                                                                             inputs.size(), streaming));
+                                                                             inputs.size(), streaming,
+                                                                             placement.precision));
   OROCHI_RETURN_IF_ERROR(encoder->upload(host));
   return encoder->encode(inputs.token_ids, inputs.positions, vision);  // the encoder and its memory go here
 }

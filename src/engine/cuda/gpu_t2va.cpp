@@ -171,7 +171,8 @@ Expected<Tensor> cuda_encode_prompt(const std::string& dir, const Tensor& token_
   OROCHI_ASSIGN_OR_RETURN(const qwen3vl::TextWeights host, qwen3vl::load_text_weights(dir, layer));
   const qwen3vl::gpu::TextStreaming streaming{placement.streamed, placement.slots, weights::WeightTier::kHost, -1};
   OROCHI_ASSIGN_OR_RETURN(auto encoder, qwen3vl::gpu::GpuTextEncoder::create(host.config, layer, placement.device,
-                                                                             token_ids.numel(), streaming));
+                                                                             token_ids.numel(), streaming,
+                                                                             placement.precision));
   OROCHI_RETURN_IF_ERROR(encoder->upload(host));
   return encoder->encode_text(token_ids);  // the encoder and its memory go when this returns
 }

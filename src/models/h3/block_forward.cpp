@@ -36,9 +36,7 @@ void refiner_block(Tensor& h, const BlockWeights& b, const H3Config& c) {
 Tensor apply_linear(const Tensor& x, const LinearWeights& l) {
   if (l.emulated_codes != DType::kF32) {  // emulate_quantization: the GPU's quantized linear
     OROCHI_CHECK(l.adapters.empty(), "an emulated quantized linear with unmerged LoRA adapters");
-    const RowQuantized xq = quantize_rows(x.contiguous().to(DType::kBF16), l.emulated_codes);  // per token
-    const RowQuantized wq = quantize_rows(l.weight.to(DType::kBF16), l.emulated_codes);         // per channel
-    return quantized_linear(xq, wq, l.bias_or_null());                                           // [n, out]
+    return emulated_quantized_linear(x, l.weight, l.bias_or_null(), l.emulated_codes);  // [n, out]
   }
   Tensor y = cpu::linear(x, l.weight, l.bias_or_null());  // [n, out]
   // Unmerged LoRAs in PEFT's order: the base result first, then + scale · B(A x), each in f32.

@@ -46,10 +46,6 @@ uint64_t ArenaBuffer::bytes() const {
   return (static_cast<uint64_t>(shape_numel(shape)) * dtype_size(dtype) + 255) / 256 * 256;
 }
 
-int64_t quantized_accumulator_rows(Precision precision, int64_t rows) {
-  return std::min<int64_t>(rows, precision == Precision::kInt8 ? 4096 : 1024);
-}
-
 std::vector<ArenaBuffer> arena_buffers(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
                                        bool sp_gathers_rows, Precision precision) {
   const RankDims d = rank_dims(c, s, rank);

@@ -63,12 +63,6 @@ struct ArenaBuffer {
 std::vector<ArenaBuffer> arena_buffers(const H3Config& c, const RequestSize& s, const ParallelRank& rank,
                                        bool sp_gathers_rows, Precision precision = Precision::kBf16);
 
-// Rows of the quantized GEMM's accumulator (xq_acc: [rows, widest quantized output] f32): int8
-// always dequantizes in our epilogue, so its linears run in chunks of this many rows (each chunk
-// still a large GEMM); fp8 needs it only where cuBLASLt refuses outer-vector scales, so it gets a
-// smaller one. One place for both the runner and the planner.
-int64_t quantized_accumulator_rows(Precision precision, int64_t rows);
-
 struct BufferSpec {
   Tensor* target;
   Shape shape;

@@ -6,6 +6,7 @@
 // would; `qwen3vl_32b()` gives the released 32B model's values.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
@@ -36,6 +37,10 @@ struct TextConfig {
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
   int64_t rope_freq_slots() const { return head_dim / 2; }
+  // The decoder linears' widest input and output (q, k, v, o, [up; gate] as one, down): the row
+  // widths of the quantized linears' activation buffers, for the GPU encoder and the planner.
+  int64_t widest_linear_in() const { return std::max({hidden_size, q_dim(), intermediate_size}); }
+  int64_t widest_linear_out() const { return std::max({q_dim(), kv_dim(), hidden_size, 2 * intermediate_size}); }
 
   // Sizes positive, head_dim even, query heads a multiple of kv heads, eps and theta positive.
   Status validate() const;

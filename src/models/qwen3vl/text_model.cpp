@@ -4,6 +4,7 @@
 
 #include "backends/cpu/ops.h"
 #include "backends/cpu/ops_llm.h"
+#include "core/quantize.h"
 
 namespace orochi::qwen3vl {
 namespace {
@@ -32,31 +33,40 @@ struct LayerF32 {
   Tensor input_norm, post_norm, q, k, v, o, q_norm, k_norm, gate, up, down;
 };
 
+// y = x · weight^T: the f32 reference, or (emulate_quantization) the GPU's quantized linear on the
+// layer's stored weight.
+Tensor linear(const Tensor& x, const Tensor& weight_f32, const Tensor& stored, DType emulated_codes) {
+  if (emulated_codes == DType::kF32) return cpu::linear(x, weight_f32);
+  return emulated_quantized_linear(x, stored, nullptr, emulated_codes);
+}
+
 // x [L, hidden] (already normed) -> attention branch [L, hidden].
-Tensor self_attention(const Tensor& x, const LayerF32& w, const TextConfig& c, const cpu::RopeTable& rope) {
+Tensor self_attention(const Tensor& x, const LayerF32& w, const TextLayerWeights& stored, DType codes,
+                      const TextConfig& c, const cpu::RopeTable& rope) {
   const int64_t L = x.dim(0), D = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
   // Per-head RMSNorm over head_dim, before RoPE.
-  Tensor q =
-      cpu::rms_norm(cpu::linear(x, w.q).view({L, c.num_attention_heads, D}), w.q_norm, eps);  // [L, Hq, D]
-  Tensor k =
-      cpu::rms_norm(cpu::linear(x, w.k).view({L, c.num_key_value_heads, D}), w.k_norm, eps);  // [L, Hkv, D]
-  Tensor v = cpu::linear(x, w.v).view({L, c.num_key_value_heads, D});                         // [L, Hkv, D]
+  Tensor q = cpu::rms_norm(linear(x, w.q, stored.q_proj, codes).view({L, c.num_attention_heads, D}), w.q_norm,
+                           eps);  // [L, Hq, D]
+  Tensor k = cpu::rms_norm(linear(x, w.k, stored.k_proj, codes).view({L, c.num_key_value_heads, D}), w.k_norm,
+                           eps);                                                       // [L, Hkv, D]
+  Tensor v = linear(x, w.v, stored.v_proj, codes).view({L, c.num_key_value_heads, D});  // [L, Hkv, D]
   cpu::apply_rope(q, rope);
   cpu::apply_rope(k, rope);
   Tensor o = cpu::causal_attention_gqa(q, k, v).view({L, c.q_dim()});  // [L, Hq·D]
-  return cpu::linear(o, w.o);                                          // [L, hidden]
+  return linear(o, w.o, stored.o_proj, codes);                         // [L, hidden]
 }
 
 // In place over the residual stream h [L, hidden].
-void decoder_layer(Tensor& h, const TextLayerWeights& weights, const TextConfig& c,
+void decoder_layer(Tensor& h, const TextLayerWeights& weights, DType codes, const TextConfig& c,
                    const cpu::RopeTable& rope) {
   const LayerF32 w(weights);
   const float eps = static_cast<float>(c.rms_norm_eps);
-  cpu::add_inplace(h, self_attention(cpu::rms_norm(h, w.input_norm, eps), w, c, rope));
-  const Tensor x = cpu::rms_norm(h, w.post_norm, eps);                             // [L, hidden]
-  const Tensor act = cpu::silu_mul(cpu::linear(x, w.gate), cpu::linear(x, w.up));  // [L, I]
-  cpu::add_inplace(h, cpu::linear(act, w.down));                                   // [L, hidden]
+  cpu::add_inplace(h, self_attention(cpu::rms_norm(h, w.input_norm, eps), w, weights, codes, c, rope));
+  const Tensor x = cpu::rms_norm(h, w.post_norm, eps);  // [L, hidden]
+  const Tensor act = cpu::silu_mul(linear(x, w.gate, weights.gate_proj, codes),
+                                   linear(x, w.up, weights.up_proj, codes));  // [L, I]
+  cpu::add_inplace(h, linear(act, w.down, weights.down_proj, codes));          // [L, hidden]
 }
 
 // rows[i] of h [L, hidden] += add[i] ([V, hidden]), or = add[i] when `replace`.
@@ -207,7 +217,7 @@ Expected<Tensor> run_decoder(const TextWeights& w, const Tensor& hidden, const T
   Tensor h = hidden.clone();  // [L, hidden] residual stream
   notify(observer, "hidden_states.0", h);
   for (size_t i = 0; i < w.layers.size(); ++i) {
-    decoder_layer(h, w.layers[i], c, rope);
+    decoder_layer(h, w.layers[i], w.emulated_codes, c, rope);
     notify(observer, "hidden_states." + std::to_string(i + 1), h);
     // DeepStack: after the observer, as transformers records the layer's output before the add.
     if (vision && !vision->empty() && i < vision->deepstack.size() && i + 1 < w.layers.size())

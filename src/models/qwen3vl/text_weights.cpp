@@ -154,4 +154,8 @@ Expected<TextWeights> load_text_weights(const std::string& path, int64_t stop_af
   return w;
 }
 
+void emulate_quantization(TextWeights& weights, Precision precision) {
+  weights.emulated_codes = precision == Precision::kBf16 ? DType::kF32 : precision_weight_dtype(precision);
+}
+
 }  // namespace orochi::qwen3vl

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/qwen3vl/text_config.h"
@@ -43,6 +44,9 @@ struct TextWeights {
   std::vector<TextLayerWeights> layers;  // layers 0 .. stop_after_layers - 1
   std::string prefix;                    // key prefix found in the checkpoint
   std::vector<std::string> loaded_keys;  // every checkpoint key read, in load order
+  // CPU forward only: kF8E4M3 / kI8 emulate the GPU's quantized decoder linears
+  // (emulate_quantization); kF32, the default, is the plain f32 forward.
+  DType emulated_codes = DType::kF32;
 
   int64_t stop_after_layers() const { return static_cast<int64_t>(layers.size()); }
 };
@@ -72,5 +76,11 @@ Expected<TextComponent> text_encoder_component(const std::string& path);
 Expected<TextWeights> load_text_weights(const std::string& path, int64_t stop_after_layers);
 Expected<TextWeights> load_text_weights(const weights::Checkpoint& checkpoint, const TextConfig& config,
                                         int64_t stop_after_layers);
+
+// The conditioner's --set conditioner-precision on the CPU: with fp8 / int8 every decoder layer's
+// linears (q, k, v, o, gate, up, down: all of them, as the GPU encoder quantizes them) run as
+// core's emulated_quantized_linear (activations per token, weights per output channel); bf16 (the
+// released precision) keeps the f32 reference. The embedding and the norms are never quantized.
+void emulate_quantization(TextWeights& weights, Precision precision);
 
 }  // namespace orochi::qwen3vl

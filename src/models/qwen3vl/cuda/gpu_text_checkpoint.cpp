@@ -46,6 +46,9 @@ Status write_json(const std::filesystem::path& path, const nlohmann::json& j) {
 
 Status GpuTextEncoder::write_checkpoint(const std::string& folder) const {
   if (!has_weights_) return Status(ErrorCode::kInternal, "write_checkpoint before upload() or init_random()");
+  if (precision_ != Precision::kBf16)
+    return unsupported(std::string("writing a checkpoint needs bf16 weights; this encoder holds its linears in ") +
+                       precision_name(precision_) + " (create it at bf16)");
   if (streaming_.any())
     return unsupported("writing a checkpoint needs every layer resident; create the encoder without streaming");
   std::error_code ec;

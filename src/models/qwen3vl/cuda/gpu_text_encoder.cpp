@@ -25,6 +25,9 @@ struct TextActivations {
   Tensor act;          // bf16 [max, intermediate]
   Tensor out;          // f32 [max, hidden]
   Tensor vision_rows;  // i64 [max]: the rows DeepStack features are added at
+  // fp8 / int8 only: one linear input's codes [max · widest in] and per-token scales f32 [max], and
+  // the quantized GEMM's f32 accumulator [quantized_accumulator_rows · widest out].
+  Tensor xq_codes, xq_scales, xq_acc;
 };
 
 namespace {
@@ -43,13 +46,42 @@ struct Shapes {
         head_dim(c.head_dim), vocab(c.vocab_size) {}
 };
 
-size_t activation_bytes_for(const TextConfig& c, int64_t max_tokens, size_t attention_workspace) {
+// The quantized linears' buffers (TextActivations::xq_*) as elements: codes, scales, accumulator.
+struct QuantizedActivationSizes {
+  int64_t codes = 0, scales = 0, accumulator = 0;
+};
+QuantizedActivationSizes quantized_activation_sizes(const TextConfig& c, int64_t max_tokens, Precision precision) {
+  if (precision == Precision::kBf16) return {};
+  return {max_tokens * c.widest_linear_in(), max_tokens,
+          quantized_accumulator_rows(precision, max_tokens) * c.widest_linear_out()};
+}
+
+size_t activation_bytes_for(const TextConfig& c, int64_t max_tokens, size_t attention_workspace, Precision precision) {
   const Shapes s(c);
   const int64_t per_token_bf16 = 2 * s.head_dim + 3 * s.hidden + s.q_dim + 2 * s.kv_dim + s.q_dim + 2 * s.inter +
                                  s.inter;
   // bf16 activations, the f32 output, the i64 vision row index.
-  const size_t bytes = static_cast<size_t>(max_tokens) * (2 * per_token_bf16 + 4 * s.hidden + 8);
+  size_t bytes = static_cast<size_t>(max_tokens) * (2 * per_token_bf16 + 4 * s.hidden + 8);
+  const QuantizedActivationSizes q = quantized_activation_sizes(c, max_tokens, precision);
+  bytes += static_cast<size_t>(q.codes + 4 * q.scales + 4 * q.accumulator);  // 1-byte codes, f32 scales and sums
   return bytes + attention_workspace + 64 * cuda::DeviceArena::kAlignment;
+}
+
+// What fills the layers: at fp8 / int8 a bf16 scratch of the largest linear (freed with the filler,
+// after loading) that each quantized linear is made in before it is quantized; at bf16 nothing.
+struct LayerFiller {
+  std::shared_ptr<cuda::DeviceArena> arena;
+  LayerFill fill;
+};
+Expected<LayerFiller> make_filler(const TextConfig& c, Precision precision, int device, cudaStream_t stream) {
+  LayerFiller f;
+  f.fill.stream = stream;
+  if (precision == Precision::kBf16) return f;
+  const int64_t n = largest_linear_elements(c);
+  OROCHI_ASSIGN_OR_RETURN(f.arena, cuda::DeviceArena::create(device, static_cast<size_t>(n) * 2 + cuda::DeviceArena::kAlignment,
+                                                             "Qwen3-VL weight quantization scratch"));
+  OROCHI_ASSIGN_OR_RETURN(f.fill.bf16_scratch, f.arena->tensor({n}, DType::kBF16));
+  return f;
 }
 
 int64_t streamed_count(const TextStreaming& s) {
@@ -60,14 +92,16 @@ int64_t streamed_count(const TextStreaming& s) {
 
 bool TextStreaming::any() const { return streamed_count(*this) > 0; }
 
-size_t text_weight_bytes(const TextConfig& c, int64_t layers, const TextStreaming& streaming) {
+size_t text_weight_bytes(const TextConfig& c, int64_t layers, const TextStreaming& streaming, Precision precision) {
   const int64_t streamed = streamed_count(streaming);
   const int64_t slots = streamed > 0 ? streaming.slots : 0;
-  return layer_image_bytes(c) * static_cast<size_t>(layers - streamed + slots) + cuda::DeviceArena::kAlignment;
+  return layer_image_bytes(c, precision) * static_cast<size_t>(layers - streamed + slots) +
+         cuda::DeviceArena::kAlignment;
 }
 
 Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfig& config, int64_t layers, int device,
-                                                                 int64_t max_tokens, const TextStreaming& streaming) {
+                                                                 int64_t max_tokens, const TextStreaming& streaming,
+                                                                 Precision precision) {
   OROCHI_RETURN_IF_ERROR(config.validate());
   if (layers < 1 || layers > config.num_hidden_layers)
     return invalid_argument("the text encoder runs 1.." + std::to_string(config.num_hidden_layers) +
@@ -85,6 +119,7 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   e->max_tokens_ = max_tokens;
   e->device_ = device;
   e->streaming_ = streaming;
+  e->precision_ = precision;
   if (!streaming.any()) e->streaming_.streamed.assign(static_cast<size_t>(layers), false);
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&e->stream_, cudaStreamNonBlocking));
@@ -93,10 +128,11 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   shape.kv_heads = config.num_key_value_heads;
   shape.causal = true;
   OROCHI_ASSIGN_OR_RETURN(const size_t attention_ws, e->attention_->workspace_bytes(shape));
-  OROCHI_ASSIGN_OR_RETURN(e->weight_arena_, cuda::DeviceArena::create(device, text_weight_bytes(config, layers, streaming),
-                                                                      "Qwen3-VL weights"));
+  OROCHI_ASSIGN_OR_RETURN(e->weight_arena_,
+                          cuda::DeviceArena::create(device, text_weight_bytes(config, layers, streaming, precision),
+                                                    "Qwen3-VL weights"));
   OROCHI_ASSIGN_OR_RETURN(e->activation_arena_,
-                          cuda::DeviceArena::create(device, activation_bytes_for(config, max_tokens, attention_ws),
+                          cuda::DeviceArena::create(device, activation_bytes_for(config, max_tokens, attention_ws, precision),
                                                     "Qwen3-VL activations"));
   OROCHI_ASSIGN_OR_RETURN(void* ws, e->activation_arena_->allocate(attention_ws));
   OROCHI_RETURN_IF_ERROR(e->attention_->set_external_workspace(ws, attention_ws));
@@ -105,14 +141,18 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   // can go either way from one process to the next, and the same prompt must give the same
   // features (and so the same video) every run.
   e->gemm_->set_autotune(false);
+  if (precision != Precision::kBf16) {
+    OROCHI_ASSIGN_OR_RETURN(e->quantized_gemm_, cuda::QuantizedGemmRunner::create(device));
+    e->quantized_gemm_->set_autotune(false);  // the same features every run, as above
+  }
   if (streaming.any()) {
     // The slots first, at the arena's base, one image apart: the tier copies whole images.
     for (int k = 0; k < streaming.slots; ++k) {
-      OROCHI_ASSIGN_OR_RETURN(GpuTextLayer l, allocate_layer(config, *e->weight_arena_));
+      OROCHI_ASSIGN_OR_RETURN(GpuTextLayer l, allocate_layer(config, *e->weight_arena_, precision));
       e->slot_layers_.push_back(std::move(l));
     }
     OROCHI_ASSIGN_OR_RETURN(e->tier_, weights::GpuBlockTier::create(device, streaming.tier, streaming.peer_device,
-                                                                    streaming.streamed, layer_image_bytes(config),
+                                                                    streaming.streamed, layer_image_bytes(config, precision),
                                                                     e->weight_arena_->base(), streaming.slots,
                                                                     e->stream_));
   }
@@ -134,6 +174,13 @@ Expected<std::unique_ptr<GpuTextEncoder>> GpuTextEncoder::create(const TextConfi
   OROCHI_ASSIGN_OR_RETURN(A.act, arena.tensor({T, s.inter}, DType::kBF16));
   OROCHI_ASSIGN_OR_RETURN(A.out, arena.tensor({T, s.hidden}, DType::kF32));
   OROCHI_ASSIGN_OR_RETURN(A.vision_rows, arena.tensor({T}, DType::kI64));
+  if (precision != Precision::kBf16) {
+    const QuantizedActivationSizes q = quantized_activation_sizes(config, T, precision);
+    OROCHI_ASSIGN_OR_RETURN(A.xq_codes, arena.tensor({q.codes}, precision_weight_dtype(precision)));
+    OROCHI_ASSIGN_OR_RETURN(A.xq_scales, arena.tensor({q.scales}, DType::kF32));
+    OROCHI_ASSIGN_OR_RETURN(A.xq_acc, arena.tensor({q.accumulator}, DType::kF32));
+    e->quantized_scratch_ = {A.xq_codes, A.xq_scales, A.xq_acc};
+  }
   return e;
 }
 
@@ -144,6 +191,7 @@ GpuTextEncoder::~GpuTextEncoder() {
   act_.reset();
   attention_.reset();
   gemm_.reset();
+  quantized_gemm_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -151,14 +199,15 @@ Status GpuTextEncoder::allocate_layers() {
   if (streamer_) OROCHI_RETURN_IF_ERROR(streamer_->finish());
   streamer_.reset();
   has_weights_ = false;
-  weight_arena_->reset(layer_image_bytes(config_) * slot_layers_.size());  // keep the slots
+  weight_arena_->reset(layer_image_bytes(config_, precision_) * slot_layers_.size());  // keep the slots
   layer_weights_.assign(static_cast<size_t>(layers_), GpuTextLayer{});
   for (int64_t i = 0; i < layers_; ++i) {
     if (streaming_.streamed[static_cast<size_t>(i)]) {
       layer_weights_[static_cast<size_t>(i)] = slot_layers_.front();  // built there, then stored in the tier
       continue;
     }
-    OROCHI_ASSIGN_OR_RETURN(layer_weights_[static_cast<size_t>(i)], allocate_layer(config_, *weight_arena_));
+    OROCHI_ASSIGN_OR_RETURN(layer_weights_[static_cast<size_t>(i)],
+                            allocate_layer(config_, *weight_arena_, precision_));
   }
   return Status::ok();
 }
@@ -183,11 +232,11 @@ Status GpuTextEncoder::upload(const TextWeights& host) {
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   OROCHI_RETURN_IF_ERROR(allocate_layers());
   OROCHI_ASSIGN_OR_RETURN(auto uploader, cuda::StagedUploader::create(device_, stream_));
-  const size_t image = layer_image_bytes(config_);
+  OROCHI_ASSIGN_OR_RETURN(const LayerFiller filler, make_filler(config_, precision_, device_, stream_));
+  const size_t image = layer_image_bytes(config_, precision_);
   for (int64_t i = 0; i < layers_; ++i) {
     const GpuTextLayer& target = layer_weights_[static_cast<size_t>(i)];
-    OROCHI_RETURN_IF_ERROR(upload_layer(host.layers[static_cast<size_t>(i)], target, config_.intermediate_size,
-                                        *uploader));
+    OROCHI_RETURN_IF_ERROR(upload_layer(host.layers[static_cast<size_t>(i)], target, *uploader, filler.fill));
     if (!streaming_.streamed[static_cast<size_t>(i)]) continue;
     OROCHI_RETURN_IF_ERROR(uploader->finish());
     OROCHI_RETURN_IF_ERROR(tier_->store(i, target.input_norm.raw_data(), image, stream_));
@@ -211,14 +260,24 @@ Status GpuTextEncoder::init_random(uint64_t seed) {
     OROCHI_RETURN_IF_ERROR(cuda::fill_normal(table, seed, stream_id++, 0.0f, 1.0f, stream_));
     OROCHI_ASSIGN_OR_RETURN(embed_tokens_, cuda::download(table, stream_));
   }
-  const size_t image = layer_image_bytes(config_);
+  OROCHI_ASSIGN_OR_RETURN(const LayerFiller filler, make_filler(config_, precision_, device_, stream_));
+  const size_t image = layer_image_bytes(config_, precision_);
   for (int64_t i = 0; i < layers_; ++i) {
     const GpuTextLayer& target = layer_weights_[static_cast<size_t>(i)];
-    OROCHI_RETURN_IF_ERROR(fill_random_layer(target, seed, stream_id, stream_));
+    OROCHI_RETURN_IF_ERROR(fill_random_layer(target, seed, stream_id, filler.fill));
     if (streaming_.streamed[static_cast<size_t>(i)])
       OROCHI_RETURN_IF_ERROR(tier_->store(i, target.input_norm.raw_data(), image, stream_));
   }
   return start_streaming();
+}
+
+layers::gpu::LayerContext GpuTextEncoder::layer_context() const {
+  layers::gpu::LayerContext ctx;
+  ctx.stream = stream_;
+  ctx.gemm = gemm_.get();  // cuBLASLt, as transformers' bf16 linears (no sm_90a GEMM here)
+  ctx.quantized_gemm = quantized_gemm_.get();
+  ctx.quantized = quantized_gemm_ ? &quantized_scratch_ : nullptr;
+  return ctx;
 }
 
 Status GpuTextEncoder::run_layer(const GpuTextLayer& w, int64_t L) {
@@ -232,9 +291,18 @@ Status GpuTextEncoder::run_layer(const GpuTextLayer& w, int64_t L) {
                                                                  ptr<bf16>(A.x), L, s.hidden, eps, nullptr, stream_,
                                                                  /*round_before_weight=*/true),
                                   "input_layernorm"));
-  OROCHI_RETURN_IF_ERROR(gemm_->linear(rows(A.x), w.q, nullptr, rows(A.q), stream_));
-  OROCHI_RETURN_IF_ERROR(gemm_->linear(rows(A.x), w.k, nullptr, rows(A.k), stream_));
-  OROCHI_RETURN_IF_ERROR(gemm_->linear(rows(A.x), w.v, nullptr, rows(A.v), stream_));
+  const layers::gpu::LayerContext ctx = layer_context();
+  if (w.q.is_quantized()) {  // one per-token quantization of x for the three projections
+    OROCHI_ASSIGN_OR_RETURN(const RowQuantized xq,
+                            layers::gpu::quantize_activation(ctx, rows(A.x), w.q.quantized.codes.dtype()));
+    OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, w.q, xq, rows(A.q)));
+    OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, w.k, xq, rows(A.k)));
+    OROCHI_RETURN_IF_ERROR(layers::gpu::quantized_linear(ctx, w.v, xq, rows(A.v)));
+  } else {
+    OROCHI_RETURN_IF_ERROR(layers::gpu::linear(ctx, w.q, rows(A.x), rows(A.q)));
+    OROCHI_RETURN_IF_ERROR(layers::gpu::linear(ctx, w.k, rows(A.x), rows(A.k)));
+    OROCHI_RETURN_IF_ERROR(layers::gpu::linear(ctx, w.v, rows(A.x), rows(A.v)));
+  }
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_qk_norm_rope(ptr<bf16>(A.q), ptr<const bf16>(w.q_norm), L, Hq,
                                                                      D, eps, ptr<const bf16>(A.cos),
                                                                      ptr<const bf16>(A.sin), D, stream_, true),
@@ -248,16 +316,16 @@ Status GpuTextEncoder::run_layer(const GpuTextLayer& w, int64_t L) {
   shape.causal = true;
   OROCHI_RETURN_IF_ERROR(attention_->run(A.q.raw_data(), A.k.raw_data(), A.v.raw_data(),
                                          const_cast<void*>(A.attn.raw_data()), shape, stream_));
-  OROCHI_RETURN_IF_ERROR(gemm_->linear(rows(A.attn), w.o, nullptr, rows(A.o), stream_));
+  OROCHI_RETURN_IF_ERROR(layers::gpu::linear(ctx, w.o, rows(A.attn), rows(A.o)));
   OROCHI_RETURN_IF_ERROR(cuda::add_inplace(rows(A.h), rows(A.o), stream_));
   // MLP half: x = norm(h); h += down(up · silu(gate)).
   OROCHI_RETURN_IF_ERROR(launched(cuda::kernels::launch_rms_norm(ptr<const bf16>(A.h), ptr<const bf16>(w.post_norm),
                                                                  ptr<bf16>(A.x), L, s.hidden, eps, nullptr, stream_,
                                                                  true),
                                   "post_attention_layernorm"));
-  OROCHI_RETURN_IF_ERROR(gemm_->linear(rows(A.x), w.up_gate, nullptr, rows(A.u), stream_));
+  OROCHI_RETURN_IF_ERROR(layers::gpu::linear(ctx, w.up_gate, rows(A.x), rows(A.u)));
   OROCHI_RETURN_IF_ERROR(cuda::swiglu(rows(A.u), rows(A.act), stream_));
-  OROCHI_RETURN_IF_ERROR(gemm_->linear(rows(A.act), w.down, nullptr, rows(A.o), stream_));
+  OROCHI_RETURN_IF_ERROR(layers::gpu::linear(ctx, w.down, rows(A.act), rows(A.o)));
   return cuda::add_inplace(rows(A.h), rows(A.o), stream_);
 }
 

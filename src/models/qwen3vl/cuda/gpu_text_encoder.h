@@ -5,6 +5,10 @@
 // residual) -> the residual stream after the last layer, which is what MiniMax-H3 conditions on
 // (hidden_states[50] of the 64-layer 32B model). Layers past `layers`, the final norm, the LM head
 // and the vision tower are never loaded.
+// With precision fp8 / int8 (--set conditioner-precision) the seven linears of every layer are
+// held quantized per output channel (gpu_text_layers.h) and run as layers::gpu::linear's quantized
+// linear: each input quantized per token (q, k and v share one quantization), the same
+// QuantizedGemmRunner as the denoiser's; qwen3vl::emulate_quantization is its CPU reference.
 //
 // Memory is planned (planner/text_encoder_memory.h): one arena for the resident layers and the
 // staging slots, one for the activations of up to `max_tokens` tokens, both sized at create().
@@ -23,6 +27,10 @@
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/gemm_quantized.h"
+#include "core/precision.h"
+#include "layers/cuda/layer_context.h"
+#include "layers/cuda/linear.h"
 #include "backends/cuda/staged_upload.h"
 #include "models/qwen3vl/cuda/gpu_text_layers.h"
 #include "models/qwen3vl/text_model.h"
@@ -41,16 +49,18 @@ struct TextStreaming {
   bool any() const;
 };
 
-// Bytes of the bf16 weights of the first `layers` layers on the GPU (resident layers plus the
-// staging slots when some stream); the embedding table stays on the host.
-size_t text_weight_bytes(const TextConfig& config, int64_t layers, const TextStreaming& streaming = {});
+// Bytes of the weights of the first `layers` layers on the GPU at `precision` (resident layers plus
+// the staging slots when some stream); the embedding table stays on the host.
+size_t text_weight_bytes(const TextConfig& config, int64_t layers, const TextStreaming& streaming = {},
+                         Precision precision = Precision::kBf16);
 
 struct TextActivations;  // gpu_text_encoder.cpp
 
 class GpuTextEncoder {
  public:
   static Expected<std::unique_ptr<GpuTextEncoder>> create(const TextConfig& config, int64_t layers, int device,
-                                                          int64_t max_tokens, const TextStreaming& streaming = {});
+                                                          int64_t max_tokens, const TextStreaming& streaming = {},
+                                                          Precision precision = Precision::kBf16);
   ~GpuTextEncoder();
   GpuTextEncoder(const GpuTextEncoder&) = delete;
   GpuTextEncoder& operator=(const GpuTextEncoder&) = delete;
@@ -66,7 +76,8 @@ class GpuTextEncoder {
   // two implementations are amplified layer after layer (measured: 5.7e-2 at 50 layers).
   Status init_random(uint64_t seed);
   // Writes the loaded weights as a Qwen3VLTextModel checkpoint folder (config.json and one
-  // safetensors file per layer plus the embedding, with an index), bf16. Every layer resident.
+  // safetensors file per layer plus the embedding, with an index), bf16. Every layer resident, and
+  // a bf16 encoder (a quantized one is refused).
   Status write_checkpoint(const std::string& folder) const;
 
   // Token ids i64 [L] with text positions 0..L-1 (or explicit M-RoPE positions i64 [L, 3]) ->
@@ -82,6 +93,7 @@ class GpuTextEncoder {
 
   const TextConfig& config() const { return config_; }
   int64_t layers() const { return layers_; }
+  Precision precision() const { return precision_; }
   cudaStream_t stream() const { return stream_; }
   size_t weight_bytes() const { return weight_arena_ ? weight_arena_->used() : 0; }
   size_t activation_bytes() const { return activation_arena_ ? activation_arena_->capacity() : 0; }
@@ -97,6 +109,8 @@ class GpuTextEncoder {
   Expected<Tensor> vision_on_device(const Tensor& t, const Tensor& scratch);
   // Lays out the resident layers and the slots; streamed layers get their slot-0 view to fill.
   Status allocate_layers();
+  // What layers::gpu::linear runs on: this encoder's stream, GEMM runners and quantized buffers.
+  layers::gpu::LayerContext layer_context() const;
   // After the layers were filled: streamed ones (built in slot 0 one at a time) go to the tier.
   Status start_streaming();
 
@@ -107,6 +121,9 @@ class GpuTextEncoder {
   TextStreaming streaming_;
   std::shared_ptr<cuda::DeviceArena> weight_arena_, activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
+  Precision precision_ = Precision::kBf16;
+  std::unique_ptr<cuda::QuantizedGemmRunner> quantized_gemm_;  // fp8 / int8 only
+  layers::gpu::QuantizedScratch quantized_scratch_;            // in the activation arena
   std::unique_ptr<cuda::CudnnAttention> attention_;
   Tensor embed_tokens_;  // host [vocab, hidden], any float dtype
   std::vector<GpuTextLayer> layer_weights_;  // resident layers (streamed ones: unused entries)
