@@ -3,8 +3,9 @@
 # (backends/cuda/attention_cudnn_fp8.h), the comparison for our own FP8 flash kernel.
 #  1. test_cuda_quantize_tensor: the per-tensor quantize kernels vs their CPU twin, bit for bit.
 #  2. test_cuda_attention_cudnn_fp8: accuracy vs the exact f32 CPU attention at 56 heads x 128
-#     (S = 32,760, a key-bias case, S_q != S_kv) beside cuDNN bf16 and our bf16 flash kernel, with and
-#     without K smoothing; timing at S = 32,760 / 37,966 / 106,428 (median of 5, CUDA events).
+#     (S = 32,760 and 32,768, a key-bias case, S_q != S_kv) beside cuDNN bf16 and our bf16 flash
+#     kernel, with and without K smoothing; timing at S = 32,760 / 32,768 / 37,966 / 106,428
+#     (median of 5, CUDA events).
 # Marked lines: CUDNN_FP8_ATTN (accuracy, the plan cuDNN chose, or "unsupported: <why, versions>"),
 # CUDNN_FP8_ATTN_TIME (timing). About a minute.
 # Usage (device run, carry .pack): bash scripts/device/run_cudnn_fp8_attention.sh

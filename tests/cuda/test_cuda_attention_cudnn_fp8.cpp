@@ -1,7 +1,8 @@
 // cuDNN's FP8 attention (backends/cuda/attention_cudnn_fp8.h; issue 25's comparison for our own
-// FP8 flash kernel) against the exact f32 CPU attention at the H3 denoiser's shapes (56 heads x 128,
-// S = 32,760 at 480p, S_q != S_kv), beside cuDNN bf16 and our bf16 flash kernel on the same inputs,
-// with and without SageAttention's K smoothing; then the timing at 480p, 768p and ref2va lengths.
+// FP8 flash kernel) against the exact f32 CPU attention at the H3 denoiser's shapes (56 heads x
+// 128, S = 32,760 at 480p and 32,768, S_q != S_kv), beside cuDNN bf16 and our bf16 flash kernel on
+// the same inputs, with and without SageAttention's K smoothing; then the timing at 480p, 768p and
+// ref2va lengths.
 // The device log is read from the marked lines:
 //   CUDNN_FP8_ATTN <case> rel_l2 .. cos .. (fp8, then smooth_k, cudnn_bf16, flash_bf16 beside it)
 //   CUDNN_FP8_ATTN_TIME S=<n> bf16_flash_ms .. cudnn_bf16_ms .. cudnn_fp8_ms .. quantize_ms ..
@@ -132,7 +133,10 @@ TEST_F(CudnnFp8AttentionTest, AccuracyVsExactCpuAttention) {
   cuda::CudnnFp8Attention fp8(cudnn), fp8_smooth(cudnn, {.smooth_k = true});
   const std::vector<int64_t> heads = {0, 1, kHeads / 2, kHeads - 1};
   int ran = 0;
+  // S = 32,768 (a multiple of 128) too: older cuDNN FP8 engines wanted 128-row multiples, so a
+  // refusal of the odd lengths alone still leaves a measurement.
   for (const AccuracyCase& c : {AccuracyCase{"480p_S32760", 32760, 32760, false},
+                                AccuracyCase{"aligned_S32768", 32768, 32768, false},
                                 AccuracyCase{"480p_S32760_key_bias", 32760, 32760, true},
                                 AccuracyCase{"cross_Sq1200_Skv32760", 1200, 32760, false},
                                 AccuracyCase{"cross_Sq32760_Skv777", 32760, 777, false}}) {
@@ -228,7 +232,7 @@ TEST_F(CudnnFp8AttentionTest, TimingAtH3Lengths) {
   cuda::CudnnAttention cudnn(stream());
   cuda::CudnnFp8Attention fp8(cudnn), fp8_smooth(cudnn, {.smooth_k = true});
   int ran = 0;
-  for (const int64_t S : {int64_t{32760}, int64_t{37966}, int64_t{106428}}) {
+  for (const int64_t S : {int64_t{32760}, int64_t{32768}, int64_t{37966}, int64_t{106428}}) {
     const AttentionShape shape{S, S, kHeads, kHeadDim};
     if (!fp8_supported(fp8, shape)) continue;
     ++ran;
