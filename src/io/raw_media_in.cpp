@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/yuv444_to_rgb.h"
+
 namespace orochi::io {
 namespace {
 
@@ -36,10 +38,12 @@ RawKind kind_of(const std::string& magic) {
 
 Expected<std::string> read_all(const std::string& path) {
   OROCHI_RETURN_IF_ERROR(read_prefix(path, 1).status());
+  std::error_code ec;
+  std::string s(static_cast<size_t>(fs::file_size(path, ec)), '\0');  // one read into its final place
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<size_t>(in.gcount()));
+  return s;
 }
 
 // PPM: "P6", width, height, maxval (255), each after whitespace ('#' comments between), then one
@@ -149,17 +153,6 @@ bool has_sidecar(const std::string& path) {
   return fs::is_regular_file(sidecar_wav(path), ec);
 }
 
-// BT.601 limited range back to RGB (the inverse of y4m_writer's matrix).
-uint8_t clamp_byte(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); }
-void yuv444_to_rgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, int64_t pixels, uint8_t* rgb) {
-  for (int64_t p = 0; p < pixels; ++p) {
-    const double Y = 1.164383561643836 * (y[p] - 16.0), U = cb[p] - 128.0, V = cr[p] - 128.0;
-    rgb[p * 3] = clamp_byte(Y + 1.596026785714286 * V);
-    rgb[p * 3 + 1] = clamp_byte(Y - 0.391762290094914 * U - 0.812967647237771 * V);
-    rgb[p * 3 + 2] = clamp_byte(Y + 2.017232142857143 * U);
-  }
-}
-
 }  // namespace
 
 bool is_raw_media(const std::string& path) {
@@ -217,16 +210,18 @@ Expected<MediaProbe> probe_raw_media(const std::string& path) {
 }
 
 Expected<RgbImage> read_ppm(const std::string& path) {
-  OROCHI_ASSIGN_OR_RETURN(const std::string bytes, read_all(path));
-  if (kind_of(bytes) != RawKind::kPpm) return corrupt_file(path + " is not a binary PPM");
-  OROCHI_ASSIGN_OR_RETURN(const PpmHeader h, parse_ppm(bytes, path));
-  const size_t n = static_cast<size_t>(h.width * h.height * 3);
-  if (h.data + n > bytes.size()) return corrupt_file(path + " is truncated (fewer pixels than its header says)");
+  OROCHI_ASSIGN_OR_RETURN(const std::string head, read_prefix(path, 4096));
+  if (kind_of(head) != RawKind::kPpm) return corrupt_file(path + " is not a binary PPM");
+  OROCHI_ASSIGN_OR_RETURN(const PpmHeader h, parse_ppm(head, path));
   RgbImage image;
   image.width = h.width;
   image.height = h.height;
-  image.rgb.assign(bytes.begin() + static_cast<std::ptrdiff_t>(h.data),
-                   bytes.begin() + static_cast<std::ptrdiff_t>(h.data + n));
+  image.rgb.resize(static_cast<size_t>(h.width * h.height * 3));  // the pixels read straight into place
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(h.data));
+  in.read(reinterpret_cast<char*>(image.rgb.data()), static_cast<std::streamsize>(image.rgb.size()));
+  if (in.gcount() != static_cast<std::streamsize>(image.rgb.size()))
+    return corrupt_file(path + " is truncated (fewer pixels than its header says)");
   return image;
 }
 
@@ -257,30 +252,49 @@ Expected<DecodedAudio> read_wav(const std::string& path) {
   return a;
 }
 
+// Frame by frame from the file (only the frames asked for are read), each converted by rows on
+// OpenMP's threads into its place in the output; the bytes do not depend on the thread count.
 Expected<DecodedVideo> read_y4m(const std::string& path, const VideoReadOptions& options) {
-  OROCHI_ASSIGN_OR_RETURN(const std::string bytes, read_all(path));
-  if (kind_of(bytes) != RawKind::kY4m) return corrupt_file(path + " is not a Y4M file");
-  OROCHI_ASSIGN_OR_RETURN(const Y4mHeader h, parse_y4m(bytes, path));
+  OROCHI_ASSIGN_OR_RETURN(const std::string head, read_prefix(path, 4096));
+  if (kind_of(head) != RawKind::kY4m) return corrupt_file(path + " is not a Y4M file");
+  OROCHI_ASSIGN_OR_RETURN(const Y4mHeader h, parse_y4m(head, path));
   DecodedVideo v;
   v.fps = static_cast<double>(h.fps_num) / h.fps_den;
   v.frames.width = h.width;
   v.frames.height = h.height;
   v.frames.fps = {h.fps_num, h.fps_den};
   const int64_t plane = h.width * h.height;
-  size_t at = h.data;
-  while (at < bytes.size() && (options.max_frames <= 0 || v.frames.frames < options.max_frames)) {
-    const size_t line = bytes.find('\n', at);
-    if (line == std::string::npos || bytes.compare(at, 5, "FRAME") != 0 || line + 1 + 3 * plane > bytes.size())
-      return corrupt_file(path + ": frame " + std::to_string(v.frames.frames + 1) + " is truncated or not a Y4M FRAME");
+  std::error_code ec;
+  const int64_t file_bytes = static_cast<int64_t>(fs::file_size(path, ec));
+  int64_t expected = (file_bytes - static_cast<int64_t>(h.data)) / (6 + 3 * plane);  // "FRAME\n" + planes
+  if (options.max_frames > 0) expected = std::min(expected, options.max_frames);
+  if (options.max_rgb_bytes > 0) expected = std::min(expected, options.max_rgb_bytes / (3 * plane));
+  v.frames.rgb.reserve(static_cast<size_t>(std::max<int64_t>(expected, 0) * 3 * plane));  // no regrowth copies
+  std::vector<uint8_t> planes(static_cast<size_t>(3 * plane));  // Y, Cb, Cr of one frame
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(h.data));
+  std::string line;
+  while (options.max_frames <= 0 || v.frames.frames < options.max_frames) {
+    if (in.peek() == std::ifstream::traits_type::eof()) break;
+    std::getline(in, line);
+    const std::string frame_name = "frame " + std::to_string(v.frames.frames + 1);
+    if (line.compare(0, 5, "FRAME") != 0 || in.eof())
+      return corrupt_file(path + ": " + frame_name + " is truncated or not a Y4M FRAME");
     if (options.max_rgb_bytes > 0 && (v.frames.frames + 1) * 3 * plane > options.max_rgb_bytes)
       return invalid_argument(path + ": its frames need more than " + std::to_string(options.max_rgb_bytes >> 20) +
                               " MiB as RGB");
-    const uint8_t* y = reinterpret_cast<const uint8_t*>(bytes.data() + line + 1);
+    in.read(reinterpret_cast<char*>(planes.data()), static_cast<std::streamsize>(planes.size()));
+    if (in.gcount() != static_cast<std::streamsize>(planes.size()))
+      return corrupt_file(path + ": " + frame_name + " is truncated or not a Y4M FRAME");
     v.frames.rgb.resize(static_cast<size_t>((v.frames.frames + 1) * 3 * plane));
-    yuv444_to_rgb(y, y + plane, y + 2 * plane, plane, v.frames.frame(v.frames.frames));
+    uint8_t* rgb = v.frames.frame(v.frames.frames);
+    const uint8_t* y = planes.data();
+    const int64_t w = h.width;
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < h.height; ++row)
+      yuv444_to_rgb(y + row * w, y + plane + row * w, y + 2 * plane + row * w, w, rgb + row * w * 3);
     v.timestamps.push_back(static_cast<double>(v.frames.frames) / v.fps);
     ++v.frames.frames;
-    at = line + 1 + static_cast<size_t>(3 * plane);
   }
   if (v.frames.frames == 0) return corrupt_file(path + " has no frames");
   if (options.read_soundtrack && has_sidecar(path)) {

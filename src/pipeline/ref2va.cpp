@@ -27,12 +27,13 @@ const char* kind_name(ReferenceKind kind) {
 int64_t vae_frames(const io::VideoFrames& frames) { return reference::encoded_reference_video(frames.frames).frames; }
 
 // u8 [F, H, W, 3] (its first `count` frames) -> u8 [3, count, H, W], the encoder's layout.
-Tensor planar_pixels(const io::VideoFrames& video, int64_t count) {
-  const int64_t plane = video.height * video.width;
-  Tensor t = Tensor::uninitialized({3, count, video.height, video.width}, DType::kU8);
+Tensor planar_pixels(const uint8_t* rgb, int64_t count, int64_t height, int64_t width) {
+  const int64_t plane = height * width;
+  Tensor t = Tensor::uninitialized({3, count, height, width}, DType::kU8);
   uint8_t* p = t.data<uint8_t>();
+#pragma omp parallel for schedule(static)  // a copy: the same bytes on any thread count
   for (int64_t f = 0; f < count; ++f) {
-    const uint8_t* src = video.frame(f);
+    const uint8_t* src = rgb + f * plane * 3;
     for (int64_t c = 0; c < 3; ++c)
       for (int64_t i = 0; i < plane; ++i) p[(c * count + f) * plane + i] = src[i * 3 + c];
   }
@@ -115,8 +116,9 @@ Expected<Ref2vaConditions> encode_ref2va_references(VideoEncoder& video_encoder,
     const auto t0 = Clock::now();
     if (r.kind != ReferenceKind::kAudio) {
       const Tensor pixels = r.kind == ReferenceKind::kImage
-                                ? planar_pixels(io::VideoFrames{1, r.image.height, r.image.width, {}, r.image.rgb}, 1)
-                                : planar_pixels(r.frames, vae_frames(r.frames));  // u8 [3, P, H, W]
+                                ? planar_pixels(r.image.rgb.data(), 1, r.image.height, r.image.width)
+                                : planar_pixels(r.frames.rgb.data(), vae_frames(r.frames), r.frames.height,
+                                                r.frames.width);  // u8 [3, P, H, W]
       Expected<Tensor> z = video_encoder.encode_condition(pixels);  // [C, T_r, h, w]
       if (!z) return Status(z.status().code(), what + ": " + z.status().message());
       out.video_latents.push_back(std::move(z).value());

@@ -82,8 +82,8 @@ inline uint8_t clip8(int32_t sum) {
 
 // Rows [row0, row0 + rows) of `in` ([*, in_w, 3]) resampled along x into `out` ([rows, out_w, 3]).
 void horizontal_pass(const uint8_t* in, int64_t in_w, int64_t row0, int64_t rows, const AxisFilter& f,
-                     uint8_t* out, int64_t out_w) {
-#pragma omp parallel for schedule(static)
+                     uint8_t* out, int64_t out_w, bool threads) {
+#pragma omp parallel for schedule(static) if (threads)
   for (int64_t y = 0; y < rows; ++y) {
     const uint8_t* src = in + (row0 + y) * in_w * 3;
     uint8_t* dst = out + y * out_w * 3;
@@ -106,9 +106,9 @@ void horizontal_pass(const uint8_t* in, int64_t in_w, int64_t row0, int64_t rows
 // `in` ([*, w, 3]) resampled along y into `out` ([out_h, w, 3]); f.first indexes rows of `in`. Each
 // output row sums whole source rows (cache-friendly); integer sums do not depend on the order, so the
 // bytes equal Pillow's per-pixel loop.
-void vertical_pass(const uint8_t* in, int64_t w, const AxisFilter& f, uint8_t* out, int64_t out_h) {
+void vertical_pass(const uint8_t* in, int64_t w, const AxisFilter& f, uint8_t* out, int64_t out_h, bool threads) {
   const int64_t row_bytes = w * 3;
-#pragma omp parallel
+#pragma omp parallel if (threads)
   {
     std::vector<int32_t> acc(static_cast<size_t>(row_bytes));
 #pragma omp for schedule(static)
@@ -127,33 +127,62 @@ void vertical_pass(const uint8_t* in, int64_t w, const AxisFilter& f, uint8_t* o
   }
 }
 
+// One size to another: the filters, made once for every frame of a video. `threads`: the passes
+// split their rows over OpenMP's threads (one picture); off when the frames are the split.
+struct ResizePlan {
+  int64_t in_height = 0, in_width = 0, out_height = 0, out_width = 0;
+  bool horizontal = false, vertical = false;
+  AxisFilter horizontal_filter, vertical_filter;  // vertical_filter.first relative to first_row
+  int64_t first_row = 0, rows = 0;                // the source rows the vertical pass reads
+
+  ResizePlan(int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w)
+      : in_height(in_h), in_width(in_w), out_height(out_h), out_width(out_w), horizontal(out_w != in_w),
+        vertical(out_h != in_h) {
+    if (!horizontal && !vertical) return;
+    vertical_filter = axis_filter(in_height, out_height);
+    // The horizontal pass only computes the source rows the vertical pass reads.
+    first_row = vertical_filter.first.front();
+    rows = vertical_filter.first.back() + vertical_filter.count.back() - first_row;
+    if (!horizontal) return;
+    horizontal_filter = axis_filter(in_width, out_width);
+    if (vertical)
+      for (int64_t& row : vertical_filter.first) row -= first_row;
+  }
+
+  // `temp` holds the horizontal pass's rows between the passes ([rows, W', 3]).
+  void run(const uint8_t* in, uint8_t* out, std::vector<uint8_t>& temp, bool threads) const {
+    if (!horizontal && !vertical) {
+      std::memcpy(out, in, static_cast<size_t>(in_height * in_width * 3));
+    } else if (!horizontal) {
+      vertical_pass(in, in_width, vertical_filter, out, out_height, threads);
+    } else if (!vertical) {
+      horizontal_pass(in, in_width, 0, in_height, horizontal_filter, out, out_width, threads);
+    } else {
+      temp.resize(static_cast<size_t>(rows * out_width * 3));
+      horizontal_pass(in, in_width, first_row, rows, horizontal_filter, temp.data(), out_width, threads);
+      vertical_pass(temp.data(), out_width, vertical_filter, out, out_height, threads);
+    }
+  }
+};
+
 }  // namespace
 
 void pil_lanczos_resize_rgb(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out,
                             int64_t out_height, int64_t out_width) {
-  const bool need_horizontal = out_width != in_width;
-  const bool need_vertical = out_height != in_height;
-  if (!need_horizontal && !need_vertical) {
-    std::memcpy(out, in, static_cast<size_t>(in_height * in_width * 3));
-    return;
+  std::vector<uint8_t> temp;
+  ResizePlan(in_height, in_width, out_height, out_width).run(in, out, temp, /*threads=*/true);
+}
+
+void pil_lanczos_resize_frames(const std::vector<const uint8_t*>& in, int64_t in_height, int64_t in_width,
+                               const std::vector<uint8_t*>& out, int64_t out_height, int64_t out_width) {
+  const ResizePlan plan(in_height, in_width, out_height, out_width);
+  const int64_t n = static_cast<int64_t>(std::min(in.size(), out.size()));
+#pragma omp parallel
+  {
+    std::vector<uint8_t> temp;
+#pragma omp for schedule(dynamic)
+    for (int64_t f = 0; f < n; ++f) plan.run(in[f], out[f], temp, /*threads=*/false);
   }
-  AxisFilter vertical = axis_filter(in_height, out_height);
-  // The horizontal pass only computes the source rows the vertical pass reads.
-  const int64_t first_row = vertical.first.front();
-  const int64_t last_row = vertical.first.back() + vertical.count.back();
-  if (!need_horizontal) {
-    vertical_pass(in, in_width, vertical, out, out_height);
-    return;
-  }
-  const AxisFilter horizontal = axis_filter(in_width, out_width);
-  if (!need_vertical) {
-    horizontal_pass(in, in_width, 0, in_height, horizontal, out, out_width);
-    return;
-  }
-  std::vector<uint8_t> temp(static_cast<size_t>((last_row - first_row) * out_width * 3));  // [rows, W', 3]
-  horizontal_pass(in, in_width, first_row, last_row - first_row, horizontal, temp.data(), out_width);
-  for (int64_t& row : vertical.first) row -= first_row;
-  vertical_pass(temp.data(), out_width, vertical, out, out_height);
 }
 
 Expected<io::RgbImage> pil_lanczos_resize(const io::RgbImage& in, int64_t out_width, int64_t out_height) {

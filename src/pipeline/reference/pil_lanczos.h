@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/status.h"
 #include "io/media_in.h"
@@ -20,6 +21,12 @@ Expected<io::RgbImage> pil_lanczos_resize(const io::RgbImage& in, int64_t out_wi
 // checks the sizes.
 void pil_lanczos_resize_rgb(const uint8_t* in, int64_t in_height, int64_t in_width, uint8_t* out,
                             int64_t out_height, int64_t out_width);
+
+// Many frames of one size resized alike: in[i] into out[i] (the same sizes as above), whole frames
+// on OpenMP's threads, the filters computed once. The bytes equal pil_lanczos_resize_rgb's frame by
+// frame whatever the thread count (integer sums).
+void pil_lanczos_resize_frames(const std::vector<const uint8_t*>& in, int64_t in_height, int64_t in_width,
+                               const std::vector<uint8_t*>& out, int64_t out_height, int64_t out_width);
 
 // Crops [top, top + height) x [left, left + width) out of `in` (Pillow's Image.crop within bounds).
 Expected<io::RgbImage> crop(const io::RgbImage& in, int64_t left, int64_t top, int64_t width, int64_t height);

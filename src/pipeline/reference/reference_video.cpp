@@ -49,13 +49,19 @@ Expected<io::VideoFrames> normalize_reference_video(const io::VideoFrames& video
   out.width = canvas.width;
   out.fps = io::FrameRate{24, 1};
   out.rgb.resize(static_cast<size_t>(out.frames * out.frame_bytes()));
-  for (int64_t f = 0; f < out.frames; ++f) {
-    if (f > 0 && indices[f] == indices[f - 1]) {  // a repeated frame resizes to the same pixels
-      std::memcpy(out.frame(f), out.frame(f - 1), static_cast<size_t>(out.frame_bytes()));
-      continue;
+  // Each distinct source frame resized once (the frames on all threads); a repeated frame copies
+  // the slot before it, as it resizes to the same pixels.
+  std::vector<const uint8_t*> sources;
+  std::vector<uint8_t*> targets;
+  for (int64_t f = 0; f < out.frames; ++f)
+    if (f == 0 || indices[f] != indices[f - 1]) {
+      sources.push_back(video.frame(indices[f]));
+      targets.push_back(out.frame(f));
     }
-    pil_lanczos_resize_rgb(video.frame(indices[f]), video.height, video.width, out.frame(f), out.height, out.width);
-  }
+  pil_lanczos_resize_frames(sources, video.height, video.width, targets, out.height, out.width);
+  for (int64_t f = 1; f < out.frames; ++f)
+    if (indices[f] == indices[f - 1])
+      std::memcpy(out.frame(f), out.frame(f - 1), static_cast<size_t>(out.frame_bytes()));
   return out;
 }
 
