@@ -207,6 +207,10 @@ TEST(RunSwitches, TableParsingEnvironmentAndReport) {
   EXPECT_EQ(s.kernels.flash_kv_block, 176);
   EXPECT_FALSE(s.kernels.flash_attention);
   EXPECT_EQ(s.sp.row_weights, (std::vector<double>{1, 0.8}));
+  EXPECT_TRUE(s.kernels.fused_quantization);  // the producers quantize unless asked otherwise
+  ASSERT_TRUE(set_run_switch(s, "fused-quant=off").is_ok());
+  EXPECT_FALSE(s.kernels.fused_quantization);
+  EXPECT_EQ(run_switches_json(s)["fused-quant"], "off");
   Status unknown = set_run_switch(s, "flash-kv-blok", "176");
   EXPECT_EQ(unknown.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(unknown.message().find("flash-kv-block"), std::string::npos) << unknown.message();  // lists the names
