@@ -10,7 +10,8 @@
 #     on the same random weights and request with --set fused-quant=on and off: median forward time
 #     of each, and whether the two outputs are the same bytes (they must be).
 # Marked lines: FUSED_QUANT_TEST, FUSED_QUANT_TIME, FUSED_QUANT_SAME (and the tests' H3_FUSED_QUANT
-# lines); logs and the bench JSON lines in $OUT. About 3-4 minutes (WARMUP=1 ITERS=3 by default).
+# and [fused-quant-timing] lines: each fused kernel vs kernel + quantize_rows at 480p's row count);
+# logs and the bench JSON lines in $OUT. About 3-4 minutes (WARMUP=1 ITERS=3 by default).
 # Usage (device run, carry .pack): bash scripts/device/run_h3_fused_quant.sh [480p] [768p]
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
@@ -26,7 +27,7 @@ for t in test_cuda_quantized_output test_h3_gpu_fused_quant test_cuda_quantize; 
   code=$?
   [ $code -eq 0 ] || status=1
   echo "FUSED_QUANT_TEST $t: exit $code, $(grep -cE '^\[  FAILED' "$OUT/logs/$t.log") failed, $((SECONDS - start)) s"
-  grep -hE "^H3_FUSED_QUANT|Failure|FAILED  \]" "$OUT/logs/$t.log" | head -30
+  grep -hE "^H3_FUSED_QUANT|^\[fused-quant-timing\]|Failure|FAILED  \]" "$OUT/logs/$t.log" | head -30
   # Any nonzero mismatch count in the kernels' lines.
   grep -hE "differing code bytes=[1-9]|scale bytes=[1-9]" "$OUT/logs/$t.log" | head -10
 done

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "backends/cuda/ops_quantized_output.h"
 #include "backends/cuda/quantize.h"
 #include "core/quantize.h"
+#include "call_timing.h"
 #include "support/random.h"
 #include "test_cuda_ops_support.h"
 
@@ -33,6 +35,7 @@ constexpr double kDequantizedTolerance = 5e-2;
 
 class CudaQuantizedOutput : public GpuTest {
  protected:
+  CudaQuantizedOutput() : GpuTest(size_t{4} << 30) {}  // the timing case's SwiGLU input is 0.9 GB
   // Codes [S, C] and scales [S] in the arena, poisoned so that anything left unwritten shows.
   RowQuantized codes_buffer(int64_t S, int64_t C, DType format) {
     RowQuantized q;
@@ -218,6 +221,61 @@ TEST_F(CudaQuantizedOutput, UnalignedCodesTakeTheScalarPath) {
   expect_same_codes("rms_norm_modulate_q", "unaligned codes", download(q), quantize_rows(download(normed), DType::kI8));
   ASSERT_STATUS_OK(cuda::swiglu_quantized(du, Tensor(), q, stream()));
   expect_same_codes("swiglu_q", "unaligned codes", download(q), quantize_rows(download(g), DType::kI8));
+}
+
+// Informative: each fused kernel against the plain kernel + quantize_rows it replaces, at H3's
+// 832x480 row count (15,100 rows; hidden 5376, FFN 14336), e4m3, codes only (as the forward runs
+// them). Printed as [fused-quant-timing] lines; nothing is asserted but that the calls succeed.
+TEST_F(CudaQuantizedOutput, FusedKernelTimesAtH3Shapes) {
+  const int64_t S = 15100, C = 5376, I = 14336, R = 3;
+  const DType format = DType::kF8E4M3;
+  ASSERT_OK_AND_ASSIGN(Tensor h, cuda::upload(random_bf16_values({S, C}, 2.0f), arena(), DType::kBF16, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor y, cuda::upload(random_bf16_values({S, C}), arena(), DType::kBF16, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor w, cuda::upload(random_bf16_values({C}, 0.3f, 1.0f), arena(), DType::kBF16, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor table, cuda::upload(random_bf16_values({R, 6 * C}, 0.5f), arena(), DType::kBF16, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor idx, cuda::upload(testing::random_indices(S, R, next_stream()), arena(), DType::kI64, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor u, cuda::upload(random_bf16_values({S, 2 * I}, 2.0f), arena(), DType::kBF16, stream()));
+  ASSERT_OK_AND_ASSIGN(Tensor normed, arena().tensor({S, C}, DType::kBF16));
+  ASSERT_OK_AND_ASSIGN(Tensor g, arena().tensor({S, I}, DType::kBF16));
+  const RowQuantized qc = codes_buffer(S, C, format), qi = codes_buffer(S, I, format);
+  const auto chunk = [&](int i) { return table.slice(1, i * C, (i + 1) * C); };
+  struct Pair {
+    const char* op;
+    std::function<Status()> unfused, fused;
+  };
+  const Pair pairs[] = {
+      {"rms_norm_modulate",
+       [&] {
+         OROCHI_RETURN_IF_ERROR(cuda::rms_norm_modulate(h, w, kEps, chunk(0), chunk(1), idx, normed, stream()));
+         return cuda::quantize_rows(normed, qc, stream());
+       },
+       [&] { return cuda::rms_norm_modulate_quantized(h, w, kEps, chunk(0), chunk(1), idx, Tensor(), qc, stream()); }},
+      {"gated_res_norm",
+       [&] {
+         OROCHI_RETURN_IF_ERROR(cuda::gated_residual_rms_norm_modulate(h, chunk(2), y, w, kEps, chunk(3), chunk(4), idx,
+                                                                       normed, stream()));
+         return cuda::quantize_rows(normed, qc, stream());
+       },
+       [&] {
+         return cuda::gated_residual_rms_norm_modulate_quantized(h, chunk(2), y, w, kEps, chunk(3), chunk(4), idx, Tensor(),
+                                                                 qc, stream());
+       }},
+      {"swiglu",
+       [&] {
+         OROCHI_RETURN_IF_ERROR(cuda::swiglu(u, g, stream()));
+         return cuda::quantize_rows(g, qi, stream());
+       },
+       [&] { return cuda::swiglu_quantized(u, Tensor(), qi, stream()); }},
+  };
+  for (const Pair& p : pairs) {
+    Expected<cuda_timing::CallTimes> unfused = cuda_timing::time_calls(p.unfused, stream());
+    Expected<cuda_timing::CallTimes> fused = cuda_timing::time_calls(p.fused, stream());
+    ASSERT_TRUE(unfused.has_value()) << unfused.status().to_string();
+    ASSERT_TRUE(fused.has_value()) << fused.status().to_string();
+    std::printf("[fused-quant-timing] %-18s %ld rows, e4m3: fused %.3f ms, unfused (kernel + quantize_rows) %.3f ms "
+                "(x%.2f)\n",
+                p.op, static_cast<long>(S), fused->median_ms, unfused->median_ms, fused->median_ms / unfused->median_ms);
+  }
 }
 
 }  // namespace
