@@ -109,8 +109,9 @@ TEST(CliPlanReferences, JsonHasTheReferencesRowsAndPhases) {
   EXPECT_EQ(match["ref_size_alternative"]["packed_rows"], req["packed_rows"]);
 }
 
-// Sequence parallel shares every row, the references' too: each GPU's denoiser activations shrink;
-// each GPU holds the encoders whole.
+// Sequence parallel shares every row, the references' too: each GPU's denoiser activations shrink.
+// With the prompt's text encoder on GPU 1 at the same time (pre_overlap), GPU 0 holds the encoders
+// whole, as one GPU does; on 3 GPUs, GPUs 0 and 1 each hold them.
 TEST(CliPlanReferences, SeveralGpusShareTheLongSequence) {
   SKIP_WITHOUT_FFMPEG();
   Media m;
@@ -125,7 +126,11 @@ TEST(CliPlanReferences, SeveralGpusShareTheLongSequence) {
   };
   EXPECT_LT(pool(phase(two, "denoiser"), "activations"), pool(phase(one, "denoiser"), "activations"));
   EXPECT_EQ(phase(two, "reference encode")["gpus"].size(), 2u);
-  EXPECT_EQ(phase(two, "reference encode")["gpus"][1]["total_bytes"], phase(one, "reference encode")["gpus"][0]["total_bytes"]);
+  EXPECT_EQ(two["pre_overlap"], true);
+  EXPECT_EQ(phase(two, "reference encode")["gpus"][0]["total_bytes"], phase(one, "reference encode")["gpus"][0]["total_bytes"]);
+  EXPECT_EQ(phase(two, "text encoder")["gpus"][1]["total_bytes"], phase(one, "text encoder")["gpus"][0]["total_bytes"]);
+  const nlohmann::json three = plan_json("--res 832x480 --gpus 3 --parallel none" + m.refs);
+  EXPECT_EQ(phase(three, "reference encode")["gpus"][1]["total_bytes"], phase(one, "reference encode")["gpus"][0]["total_bytes"]);
 }
 
 // Eight 5.5 GiB GPUs hold a tp8 denoiser (and the text encoder, streaming) but not a whole encoder

@@ -12,6 +12,7 @@
 #include "models/h3_video_vae/encoder_memory.h"
 #include "planner/encode_memory.h"
 #include "planner/plan_memory.h"
+#include "planner/plan_report.h"
 #include "support/planner_inputs.h"
 
 namespace orochi::planner {
@@ -113,16 +114,81 @@ TEST(PlannerEncode, OnlyRequestsWithConditionsEncode) {
   EXPECT_EQ(fl2va.shape.row_counts.keyframes, 2 * 15 * 26);
 }
 
-// Every computing GPU of the layout holds the encoders whole: the same pools on each.
+// Every computing GPU of the layout holds the encoders whole: the same pools on each (without a
+// prompt: the text encoder would take the last GPU, next test).
 TEST(PlannerEncode, EveryComputingGpuHoldsTheEncoders) {
   const MemoryPlan one = testing::plan_or_fail(ref2va_input(139));
-  const MemoryPlan four = testing::plan_or_fail(ref2va_input(139, 4, "sp4"));
+  PlanInput in = ref2va_input(139, 4, "sp4");
+  in.models.text_layers = 0;
+  const MemoryPlan four = testing::plan_or_fail(in);
+  EXPECT_FALSE(four.pre_overlap);
   const PhasePlan* a = one.phase("reference encode");
   const PhasePlan* b = four.phase("reference encode");
   ASSERT_TRUE(a && b);
   ASSERT_EQ(b->gpus.size(), 4u);
   EXPECT_EQ(b->layout, "each of 4 GPUs");
   for (const GpuPlan& g : b->gpus) EXPECT_EQ(g.total(), a->gpus[0].total());
+}
+
+// A prompt through the conditioner on 2 or 4 GPUs: the text encoder alone on the last GPU, the
+// encoders whole on the others, at once; a GPU's need is both phases' pools. One GPU, or no
+// prompt, or t2va: one after the other as before.
+TEST(PlannerEncode, TheConditionerRunsBesideTheEncodersOnTheLastGpu) {
+  const MemoryPlan one = testing::plan_or_fail(ref2va_input(139));
+  EXPECT_FALSE(one.pre_overlap);
+  for (int gpus : {2, 4}) {
+    const MemoryPlan plan = testing::plan_or_fail(ref2va_input(139, gpus, gpus == 2 ? "sp2" : "sp4"));
+    EXPECT_TRUE(plan.pre_overlap) << gpus;
+    const PhasePlan* encode = plan.phase("reference encode");
+    const PhasePlan* text = plan.phase("text encoder");
+    ASSERT_TRUE(encode && text);
+    ASSERT_EQ(encode->gpus.size(), static_cast<size_t>(gpus));
+    ASSERT_EQ(text->gpus.size(), static_cast<size_t>(gpus));
+    for (int g = 0; g < gpus; ++g) {
+      EXPECT_EQ(encode->gpus[g].gpu, g);
+      EXPECT_EQ(text->gpus[g].gpu, g);
+      const bool last = g == gpus - 1;
+      EXPECT_EQ(encode->gpus[g].role, last ? "idle" : "compute") << g;
+      EXPECT_EQ(text->gpus[g].role, last ? "compute" : "idle") << g;
+      if (!last) EXPECT_EQ(encode->gpus[g].total(), one.phase("reference encode")->gpus[0].total());
+      if (last) EXPECT_EQ(text->gpus[g].total(), one.phase("text encoder")->gpus[0].total());
+    }
+    EXPECT_EQ(encode->layout, gpus == 2 ? "GPU 0" : "each of 3 GPUs");
+    EXPECT_TRUE(plan.fits);
+    const std::string report = plan_text(plan);
+    EXPECT_NE(report.find("run at the same time"), std::string::npos) << report;
+    EXPECT_EQ(plan_json(plan)["pre_overlap"], true);
+  }
+  PlanInput t2va = testing::h3_plan_input(139, 2, "sp2");
+  EXPECT_FALSE(testing::plan_or_fail(t2va).pre_overlap);
+  PlanInput no_prompt = ref2va_input(139, 2, "sp2");
+  no_prompt.models.text_layers = 0;
+  EXPECT_FALSE(testing::plan_or_fail(no_prompt).pre_overlap);
+}
+
+// At once only where the pair fits: every GPU's two phases together within its memory; where the
+// text encoder must store layers on the encoders' GPU (its peer tier) and the sum does not fit, the
+// plan goes one after the other (and says why) instead of refusing the request.
+TEST(PlannerEncode, TheTwoPhasesRunAtOnceOnlyWhereTheyFitTogether) {
+  bool went_in_turn = false;
+  for (double gib = 16; gib <= 80; gib += 2) {
+    PlanInput in = ref2va_input(gib, 2, "sp2");
+    in.text_encoder_tiers = TierPolicy{/*peer=*/true, /*host=*/false, 2};
+    const MemoryPlan plan = testing::plan_or_fail(in);
+    if (!plan.fits) continue;
+    const PhasePlan* encode = plan.phase("reference encode");
+    const PhasePlan* text = plan.phase("text encoder");
+    ASSERT_TRUE(encode && text);
+    if (plan.pre_overlap) {
+      for (int g = 0; g < 2; ++g)
+        EXPECT_LE(encode->gpus[g].total() + text->gpus[g].total(), in.gpus.vram_bytes) << gib << " GiB, GPU " << g;
+    } else {
+      went_in_turn = true;
+      EXPECT_EQ(text->gpus[0].role, "compute") << gib;  // one after the other: the text encoder from GPU 0
+      EXPECT_NE(plan_text(plan).find("do not fit at once"), std::string::npos) << gib;
+    }
+  }
+  EXPECT_TRUE(went_in_turn) << "no size between 16 and 80 GiB made the pair too large at once";
 }
 
 // Eight 5.5 GiB GPUs split the denoiser (tp8) but each must hold a whole encoder and a 17-frame
@@ -135,6 +201,7 @@ TEST(PlannerEncode, AnEncodeThatDoesNotFitIsRefusedNamingThePhase) {
   in.request.vision_patches = 5 * 1008 * 4;
   const MemoryPlan plan = testing::plan_or_fail(in);
   EXPECT_FALSE(plan.fits);
+  EXPECT_FALSE(plan.pre_overlap);  // the pair at once fits even less: the plan shown is one after the other
   EXPECT_EQ(plan.tightest, "GPU 0, reference encode phase");
   const Status refused = check_fits(plan);
   EXPECT_FALSE(refused.is_ok());

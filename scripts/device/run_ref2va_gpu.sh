@@ -12,7 +12,10 @@
 #   480p-match  the same with --ref-size match
 #   768p        1344x768x124, --ref-size 2048, 2 steps (the per-step time; STEPS overrides)
 # Usage (device run, carry gpu-dist or .pack, .whl-av): bash scripts/device/run_ref2va_gpu.sh [480p] [480p-match] [768p]
-# Env: STEPS (every variant's steps), GENERATE_ARGS (more generate options).
+# Env: STEPS (every variant's steps), GENERATE_ARGS (more generate options), OMP_NUM_THREADS (the media
+# decode's threads; default every core). The pre parts: media decode (CPU: file reads, Y4M colours,
+# LANCZOS resizes), vision inputs (with a prompt), VAE encode, text; with --gpus N >= 2 and a prompt
+# the VAE encode and the conditioner run at once (the pair's wall time is printed too).
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh"
 pack=$(ls .pack/gpu-dist.tar.xz 2>/dev/null | head -1)
@@ -59,10 +62,13 @@ try:
         streams = ",".join(f"{st.type}:{st.codec_context.name}:{st.frames}" for st in c.streams)
 except Exception as e:  # PyAV missing or the file unreadable: say so
     streams = f"unchecked ({e})"
+at_once = pre.get("vae_encode_and_text_at_once")
+pair = f", VAE encode + text at once {at_once:.2f}" if at_once is not None else ""
 print(f"REF2VA {sys.argv[3]}: {r['request']['width']}x{r['request']['height']}x{r['request']['frames']} "
       f"{r['request']['steps']} steps, S={r['sizes']['packed_rows']} (text {r['sizes']['rows']['text']}) | "
-      f"load {s['load']:.2f} s, pre {s['pre']:.2f} s (media decode {pre['media_decode']:.2f}, VAE encode "
-      f"{pre['vae_encode']:.2f}, text {pre['text_features']:.2f}, tables {pre['layout_noise_tables']:.2f}), "
+      f"load {s['load']:.2f} s, pre {s['pre']:.2f} s (media decode {pre['media_decode']:.2f}, vision inputs "
+      f"{pre.get('vision_inputs', 0):.2f}, VAE encode {pre['vae_encode']:.2f}, text {pre['text_features']:.2f}"
+      f"{pair}, tables {pre['layout_noise_tables']:.2f}), "
       f"per step {s['per_step']['median']:.2f} s, post {s['post']:.2f} s, e2e {s['e2e']:.2f} s | "
       f"GPU in use at most {used:.1f} GiB (end of denoise / decode / run) | mp4 {streams}")
 PY

@@ -134,12 +134,16 @@ Expected<RunResult> Engine::run(const RunPlan& plan, const ProgressCallback& pro
   request.audio_shift = plan.request.audio_shift;
   request.video_sigmas = plan.request.video_sigmas;
   request.audio_sigmas = plan.request.audio_sigmas;
-  // fl2va / ref2va: the reference-encode phase first; its encoders are gone before the text encoder.
-  OROCHI_ASSIGN_OR_RETURN(EncodedConditions conditions, encode_conditions(plan, progress, cancel));
+  // fl2va / ref2va: the reference-encode phase first (its encoders are gone before the text
+  // encoder), or beside the conditioner on another GPU (RunPlan::pre_overlap).
+  report.presentation_s = plan.presentation_s;
+  OROCHI_ASSIGN_OR_RETURN(PreConditions pre, pre_conditions(plan, report, progress, cancel));
+  EncodedConditions& conditions = pre.encoded;
   report.load_s += conditions.load_s;
+  report.encoders_load_s = conditions.load_s;
   request.condition_latents = std::move(conditions.video_latents);
   request.condition_audio_rows = std::move(conditions.audio_rows);
-  OROCHI_ASSIGN_OR_RETURN(request.text_features, text_features(plan, report));
+  request.text_features = std::move(pre.text_features);
   if (cancel && cancel->load()) return Status(ErrorCode::kCancelled, "cancelled before the denoiser");
 
   pipeline::T2vaRunOptions run_options;

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,6 +103,14 @@ class Engine {
   Status plan_gpu(RunPlan& plan) const;
   Status check_cpu_request(RunPlan& plan) const;
   Expected<Tensor> text_features(const RunPlan& plan, RunReport& report);
+  // The reference encode and the text features, one after the other or at once (RunPlan::pre_overlap;
+  // engine_pre.cpp); the report gets text_s and, at once, the pair's wall time.
+  struct PreConditions {
+    EncodedConditions encoded;
+    Tensor text_features;
+  };
+  Expected<PreConditions> pre_conditions(const RunPlan& plan, RunReport& report, const ProgressCallback& progress,
+                                         const std::atomic<bool>* cancel);
   Status ensure_gpu_models(const RunPlan& plan, RunReport& report);
   // source_.loras into models_.transformer (mapped for `partition`), recorded in loras_.
   Status merge_loras(h3::LoraPartition partition = h3::LoraPartition::kTransformer);
@@ -116,6 +125,7 @@ class Engine {
   std::vector<nlohmann::json> lora_report() const;
 
   ModelSource source_;
+  mutable std::mutex note_mutex_;  // the conditioner's thread notes too (pre_conditions)
   const ModelFamily* family_ = nullptr;
   EngineOptions options_;
   std::string device_;  // "cpu" or "cuda:N"

@@ -74,7 +74,9 @@ Expected<EncodedConditions> Engine::encode_conditions(const RunPlan& plan, const
     where.device = first_gpu_;
     OROCHI_ASSIGN_OR_RETURN(where.first_tile, planner::video_encoder_tile(configs, work.visuals.front()));
     where.audio_samples = planner::audio_encoder_samples(work);
-    where.gpus = options_.gpus;  // every GPU of the run holds the encoders (the plan's encode phase)
+    // Every GPU of the run holds the encoders (the plan's encode phase), but the conditioner's when
+    // it runs at the same time.
+    where.gpus = plan.pre_overlap ? options_.gpus - 1 : options_.gpus;
     OROCHI_ASSIGN_OR_RETURN(video, gpu_backend().video_encoder(configs.video_vae, random ? nullptr : &*models_.video_encoder,
                                                                where, kRandomVideoEncoderSeed));
     if (ref2va) {

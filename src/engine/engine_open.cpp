@@ -59,6 +59,7 @@ Status check_gpus_visible(int first, int count) {
 }  // namespace
 
 void Engine::note(const std::string& line) const {
+  std::lock_guard<std::mutex> lock(note_mutex_);
   if (options_.on_note) options_.on_note(line);
 }
 

@@ -267,8 +267,11 @@ Expected<RunPlan> Engine::plan(const GenerateRequest& asked) const {
     OROCHI_ASSIGN_OR_RETURN(r.text_rows, random_presentation_rows(plan));
     plan.notes.push_back("random text rows: " + std::to_string(r.text_rows) + ", the presentation's length");
   }
-  if (r.prompt && plan.workflow != "t2va")
+  if (r.prompt && plan.workflow != "t2va") {
+    const auto t_present = Clock::now();
     OROCHI_RETURN_IF_ERROR(plan_presentation(plan, components_, source_.dir, max_tokens));
+    plan.presentation_s = seconds_since(t_present);
+  }
   OROCHI_ASSIGN_OR_RETURN(plan.shape, shape_of(plan));
   if (on_gpu_) OROCHI_RETURN_IF_ERROR(plan_gpu(plan));
   else OROCHI_RETURN_IF_ERROR(check_cpu_request(plan));
@@ -380,6 +383,12 @@ Status Engine::plan_gpu(RunPlan& plan) const {
     if (text_streamed > 0)
       plan.notes.push_back(std::to_string(text_streamed) + " of " + std::to_string(plan.text_placement.streamed.size()) +
                            " text-encoder layers stream from pinned host RAM (the plan)");
+    if (laid_out.plan.pre_overlap) {  // the planner placed the text encoder on the last GPU, beside the encoders
+      plan.pre_overlap = true;
+      plan.text_placement.device = first_gpu_ + options_.gpus - 1;
+      plan.notes.push_back("the conditioner runs on cuda:" + std::to_string(plan.text_placement.device) +
+                           " while the VAE encoders run on the other " + std::to_string(options_.gpus - 1) + " GPU(s)");
+    }
     plan.memory = std::move(laid_out.plan);
   }
   p.tp = plan.degrees.tp;

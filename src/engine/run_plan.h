@@ -46,6 +46,11 @@ struct RunPlan {
   // order; shape.t2va.shape.references is their latent geometry.
   std::vector<pipeline::Ref2vaReference> references;
   double media_decode_s = 0;  // reading the keyframes or references (the report's pre: media decode)
+  double presentation_s = 0;  // the conditioner's inputs: tokens, the pictures' vision patches (pre: vision inputs)
+  // The reference encode and the conditioner at once (the memory plan's pre_overlap: two GPUs or
+  // more): the conditioner on the last GPU (text_placement.device) on a thread of its own, the
+  // encoders on the others. The same bits as one after the other: they share no inputs or outputs.
+  bool pre_overlap = false;
   std::vector<std::string> notes;  // what the plan chose and why, one line each
 
   // The plan's summary for reports: layout, rows, what streams, the notes.

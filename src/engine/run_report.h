@@ -30,6 +30,13 @@ struct RunReport {
   // fl2va / ref2va: reading the keyframes or references from their files and normalizing them (in
   // Engine::plan), counted under pre; their VAE encode is result.times.condition_encode_s.
   double media_decode_s = 0;
+  // With a prompt: the conditioner's inputs made from the pictures (tokens, vision patches; in
+  // Engine::plan), counted under pre as "vision inputs"; text_s is the vision tower + text encoder.
+  double presentation_s = 0;
+  // The reference encode and the conditioner run at once (RunPlan::pre_overlap): the pair's wall
+  // time, the encoders' weights included (0: one after the other). pre counts the pair less
+  // encoders_load_s (reported under load) instead of VAE encode + text features.
+  double pre_pair_s = 0, encoders_load_s = 0;
   uint64_t host_peak_bytes = 0;
   std::vector<nlohmann::json> gpu_memory;  // one entry per GPU used
   nlohmann::json plan;                     // the run plan's summary (RunPlan::summary_json)

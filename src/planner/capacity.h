@@ -11,7 +11,10 @@ namespace orochi::planner {
 
 // plan_memory without the capacity table and suggestions (they re-plan through this). `known`: the
 // request's shape when it is already computed (the same request), else null.
-Expected<MemoryPlan> plan_memory_impl(const PlanInput& input, const RequestShape* known, bool with_extras);
+// at_once_allowed: the reference encode and the text encoder may run at once on two GPUs or more
+// (MemoryPlan::pre_overlap; only where the pair fits).
+Expected<MemoryPlan> plan_memory_impl(const PlanInput& input, const RequestShape* known, bool with_extras,
+                                      bool at_once_allowed = true);
 
 // Rows for n = 1..input.gpus.count: "none" for one GPU, then tp n and sp n where n divides the
 // heads. Every weight of the denoiser and decode phases resident (the capacity a layout gives,

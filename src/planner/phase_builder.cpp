@@ -68,12 +68,13 @@ PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus) {
   in.computing_gpus = computing;
   in.distinct_shards = spec.layout.tp() > 1;
   in.policy = policy;
-  for (int g = computing; g < gpus.count; ++g)
-    in.stores.push_back({g, gpus.vram_bytes > margin ? gpus.vram_bytes - margin : 0});
+  for (int g = 0; g < gpus.count; ++g)
+    if (g < spec.first_gpu || g >= spec.first_gpu + computing)
+      in.stores.push_back({g, gpus.vram_bytes > margin ? gpus.vram_bytes - margin : 0});
   const Placement placed = place_weights(spec.groups, in);
   phase.groups = placed.groups;
 
-  for (int g = 0; g < computing; ++g) {
+  for (int g = spec.first_gpu; g < spec.first_gpu + computing; ++g) {
     GpuPlan gpu;
     gpu.gpu = g;
     gpu.role = "compute";
@@ -101,6 +102,7 @@ PhasePlan build_phase(const PhaseSpec& spec, const GpuSet& gpus) {
     }
     phase.gpus.push_back(std::move(gpu));
   }
+  std::stable_sort(phase.gpus.begin(), phase.gpus.end(), [](const GpuPlan& a, const GpuPlan& b) { return a.gpu < b.gpu; });
   for (const WeightGroup& g : placed.groups) {
     if (g.tier == Tier::kPeer) phase.peer_read_bytes += g.bytes;
     if (g.tier == Tier::kHost) phase.host_read_bytes += g.bytes;

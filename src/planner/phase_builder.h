@@ -1,5 +1,6 @@
 // Turns one phase's weight groups and buffers into per-GPU pools: places the weights in tiers,
-// then lays out the computing GPUs (0..N-1) and the store GPUs (N..count-1).
+// then lays out the computing GPUs (first_gpu.. first_gpu + N - 1, usually 0..N-1) and the store
+// GPUs (the others, in order).
 #pragma once
 
 #include <string>
@@ -14,6 +15,7 @@ namespace orochi::planner {
 struct PhaseSpec {
   std::string name, about;
   ParallelLayout layout;  // of this phase (may be narrower than the request's)
+  int first_gpu = 0;      // its computing GPUs are first_gpu .. first_gpu + degree - 1; the others store or idle
   std::string layout_text;  // shown instead of the layout's name when set (a phase that splits work, not weights)
   std::vector<std::string> notes;
   std::vector<WeightGroup> groups;

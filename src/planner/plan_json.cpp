@@ -96,6 +96,7 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
           {"tiers", tiers_json(in.tiers)},
           {"text_encoder_tiers", tiers_json(in.text_encoder_tiers.value_or(in.tiers))},
           {"phases", phases},
+          {"pre_overlap", plan.pre_overlap},
           {"fits", plan.fits},
           {"spare_bytes", plan.spare},
           {"shortfall_bytes", plan.shortfall},

@@ -22,7 +22,7 @@ std::string count(int64_t v) { return format_grouped(v); }
 
 // One GPU whatever the request's layout: the runtime has no parallel text encoder. The other GPUs
 // may still hold its streamed layers (peer tier) when its policy allows.
-PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
+PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape, bool beside_encode) {
   PhaseSpec p;
   p.name = "text encoder";
   const qwen3vl::TextConfig& t = in.models.text_encoder;
@@ -35,8 +35,13 @@ PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
   p.buffers = text_encoder_buffers(in.models, shape.text_rows, in.request.vision_patches, in.conditioner_precision);
   if (in.request.vision_patches > 0)
     p.about += ", vision tower over " + count(in.request.vision_patches) + " patches";
-  if (in.gpus.count > 1)
+  if (beside_encode) {
+    p.first_gpu = in.gpus.count - 1;
+    p.notes.push_back("runs on GPU " + std::to_string(p.first_gpu) + " alone, at the same time as the reference "
+                      "encode on the other GPUs (no parallel text encoder)");
+  } else if (in.gpus.count > 1) {
     p.notes.push_back("runs on GPU 0 alone (no parallel text encoder); the other GPUs wait in this phase");
+  }
   p.notes.push_back("freed before the denoiser phase; only the features [L, " + std::to_string(t.hidden_size) +
                     "] stay");
   return p;
@@ -44,7 +49,8 @@ PhaseSpec text_encoder_phase(const PlanInput& in, const RequestShape& shape) {
 
 // The encoders on every computing GPU of the request's layout, as the decode: each holds them whole
 // (the references and clips can then be shared among the GPUs; one GPU needs the same).
-Expected<PhaseSpec> encode_phase(const PlanInput& in, const EncodeWork& work) {
+// Beside the text encoder (`beside_text`) they take every GPU but the last.
+Expected<PhaseSpec> encode_phase(const PlanInput& in, const EncodeWork& work, bool beside_text) {
   PhaseSpec p;
   p.name = "reference encode";
   int64_t pictures = 0, videos = 0, clips = 0, tiles = 0, latents = 0;
@@ -70,13 +76,17 @@ Expected<PhaseSpec> encode_phase(const PlanInput& in, const EncodeWork& work) {
                     ", 2 x " + count(latents) + " latents");
   for (const std::string& part : parts) p.about += (p.about.empty() ? "" : "; ") + part;
   p.layout = in.layout;
-  if (in.layout.degree > 1) p.layout_text = "each of " + std::to_string(in.layout.degree) + " GPUs";
+  if (beside_text) p.layout = ParallelLayout{ParallelLayout::Kind::kSequence, in.gpus.count - 1};  // whole encoders
+  if (p.layout.degree > 1) p.layout_text = "each of " + std::to_string(p.layout.degree) + " GPUs";
+  if (beside_text && p.layout.degree == 1) p.layout_text = "GPU 0";
   p.tiers = in.tiers;
   p.groups = encode_weight_groups(in.models, work);
   OROCHI_ASSIGN_OR_RETURN(p.buffers, encode_buffers(in.models, work));
-  if (in.layout.degree > 1)
-    p.notes.push_back("each of the " + std::to_string(in.layout.degree) + " GPUs holds the encoders whole (they share "
+  if (p.layout.degree > 1)
+    p.notes.push_back("each of the " + std::to_string(p.layout.degree) + " GPUs holds the encoders whole (they share "
                       "out references and clips, not weights)");
+  if (beside_text)
+    p.notes.push_back("runs at the same time as the text encoder on GPU " + std::to_string(in.gpus.count - 1));
   if (work.visuals.size() > 1)
     p.notes.push_back("the video encoder's activations are sized for one input at a time, the largest shown");
   p.notes.push_back("each tile's moments come back to the host, where they are stitched and sampled (seed 42): the "
@@ -122,7 +132,8 @@ PhaseSpec decode_phase(const PlanInput& in, const RequestShape& shape) {
 
 uint64_t margin_bytes(uint64_t cap) { return kContextBytes + std::max(kMinSafetyBytes, cap / 100); }
 
-Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* known, bool with_extras) {
+Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* known, bool with_extras,
+                                      bool at_once_allowed) {
   if (in.gpus.count < 1 || in.gpus.count > 64)
     return invalid_argument("--gpus must be in [1, 64], got " + std::to_string(in.gpus.count));
   if (in.gpus.vram_bytes < kGiB / 4)
@@ -141,14 +152,17 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* k
   }
   // The references' encode first (fl2va keyframes, ref2va references), then the t2va phases.
   OROCHI_ASSIGN_OR_RETURN(const EncodeWork work, encode_work(in.models, in.request, plan.shape.geometry));
+  // The conditioner (a prompt through the text encoder) waits for no encoder: with a GPU to spare it
+  // runs beside them.
+  plan.pre_overlap = at_once_allowed && !work.empty() && in.models.text_layers > 0 && in.gpus.count >= 2;
   if (!work.empty()) {
-    OROCHI_ASSIGN_OR_RETURN(const PhaseSpec encode, encode_phase(in, work));
+    OROCHI_ASSIGN_OR_RETURN(const PhaseSpec encode, encode_phase(in, work, plan.pre_overlap));
     plan.phases.push_back(build_phase(encode, in.gpus));
     plan.host_reference_media_bytes = reference_media_bytes(in.models, work);
     plan.host_reference_latent_bytes = reference_latent_bytes(in.models, work);
   }
   for (const PhaseSpec& spec :
-       {text_encoder_phase(in, plan.shape), denoiser_phase(in, plan.shape), decode_phase(in, plan.shape)})
+       {text_encoder_phase(in, plan.shape, plan.pre_overlap), denoiser_phase(in, plan.shape), decode_phase(in, plan.shape)})
     plan.phases.push_back(build_phase(spec, in.gpus));
 
   const uint64_t cap = in.gpus.vram_bytes;
@@ -163,8 +177,26 @@ Expected<MemoryPlan> plan_memory_impl(const PlanInput& in, const RequestShape* k
     }
     plan.host_weight_bytes += phase.host_bytes;
   }
+  if (plan.pre_overlap) {  // the two phases at once: each GPU holds both phases' pools
+    const PhasePlan &encode = *plan.phase("reference encode"), &text = *plan.phase("text encoder");
+    for (int gpu = 0; gpu < in.gpus.count; ++gpu) {
+      uint64_t used = 0;
+      for (const PhasePlan* phase : {&encode, &text})
+        for (const GpuPlan& g : phase->gpus) used += g.gpu == gpu ? g.total() : 0;
+      const std::string where = "GPU " + std::to_string(gpu) + ", reference encode + text encoder phases at once";
+      if (used > cap && used - cap > plan.shortfall) plan.shortfall = used - cap, plan.tightest = where;
+      if (used <= cap && cap - used < plan.spare && plan.shortfall == 0) plan.spare = cap - used, plan.tightest = where;
+    }
+  }
   plan.fits = plan.shortfall == 0;
   if (!plan.fits) plan.spare = 0;
+  if (plan.pre_overlap && !plan.fits) {  // at once only where both fit: else one after the other, as on one GPU
+    OROCHI_ASSIGN_OR_RETURN(MemoryPlan in_turn, plan_memory_impl(in, known, with_extras, false));
+    for (PhasePlan& phase : in_turn.phases)
+      if (phase.name == "text encoder")
+        phase.notes.push_back("not beside the reference encode: the two phases do not fit at once on these GPUs");
+    return in_turn;
+  }
   const pipeline::VideoGeometry& g = plan.shape.geometry;
   plan.host_output_bytes = static_cast<uint64_t>(3 * g.frames * g.width * g.height) * 4 +
                            static_cast<uint64_t>(2 * g.audio_latents * in.models.audio_vae.hop_length()) * 4;
@@ -212,6 +244,7 @@ Status check_fits(const MemoryPlan& plan) {
       }
       detail += ")";
     }
+  if (detail.empty()) detail = plan.tightest + " needs more";  // two phases at once (MemoryPlan::pre_overlap)
   char tail[160];
   std::snprintf(tail, sizeof tail, " but has %.2f GiB: %.2f GiB short", to_gib(cap), to_gib(plan.shortfall));
   std::string message = "the request does not fit: " + detail + tail;

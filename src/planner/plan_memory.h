@@ -32,6 +32,10 @@ struct MemoryPlan {
   // [reference encode, with keyframes or references,] text encoder, denoiser, decode (each frees
   // the one before); find one by name (phase()).
   std::vector<PhasePlan> phases;
+  // Keyframes or references and a prompt on two GPUs or more: the reference encode (GPUs 0..N-2) and
+  // the text encoder (GPU N-1) run at once, and a GPU's need is the two phases' sum (their GPUs are
+  // disjoint unless the text encoder stores layers on a peer).
+  bool pre_overlap = false;
   bool fits = false;
   uint64_t spare = 0;      // least free bytes over GPUs and phases, when it fits
   uint64_t shortfall = 0;  // most missing bytes over GPUs and phases, when it does not

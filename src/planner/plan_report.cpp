@@ -119,6 +119,11 @@ std::string plan_text(const MemoryPlan& plan) {
   out += "\npacked sequence: " + rows_line(plan.shape) + "\n";
   out += "no weights were loaded: sizes come from the configs\n";
   out += precision_line(in.precision);
+  if (plan.pre_overlap)
+    out += format_printf("pre: the reference encode (GPU%s) and the text encoder (GPU %d) run at the same time; the "
+                         "media decode before them is CPU work\n",
+                         in.gpus.count > 2 ? format_printf("s 0-%d", in.gpus.count - 2).c_str() : " 0",
+                         in.gpus.count - 1);
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const PhasePlan& phase = plan.phases[i];
     out += format_printf("\nphase %zu/%zu  %s (%s): %s\n", i + 1, plan.phases.size(), phase.name.c_str(),
