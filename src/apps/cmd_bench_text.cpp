@@ -16,8 +16,9 @@ namespace orochi::apps {
 namespace {
 
 void print_text(const nlohmann::json& j) {
-  std::printf("Qwen3-VL-32B text stack, %lld tokens, %lld layers (%lld streamed), bf16\n",
-              j["tokens"].get<long long>(), j["layers"].get<long long>(), j["stream_layers"].get<long long>());
+  std::printf("Qwen3-VL-32B text stack, %lld tokens, %lld layers (%lld streamed), %s\n",
+              j["tokens"].get<long long>(), j["layers"].get<long long>(), j["stream_layers"].get<long long>(),
+              j["precision"].get<std::string>().c_str());
   const double median = j["encode_s_median"];
   std::printf("  median %.4f s (min %.4f, max %.4f over %zu), %.0f TFLOP/s (%.2f TFLOP per run)\n", median,
               j["encode_s_min"].get<double>(), j["encode_s_max"].get<double>(), j["encode_s_all"].size(),
@@ -37,7 +38,7 @@ void print_text(const nlohmann::json& j) {
 int run_bench_text(const std::vector<std::string>& argv) {
   Expected<Args> args = Args::parse(argv,
                                     {"tokens", "layers", "warmup", "iters", "device", "seed", "dump-outputs",
-                                     "checkpoint", "write-checkpoint", "stream-layers", "tier", "slots"},
+                                     "checkpoint", "write-checkpoint", "stream-layers", "tier", "slots", "precision"},
                                     {"json"});
   if (!args) return fail(args.status());
   if (args->positionals().size() != 1 || args->positionals()[0] != "text")
@@ -66,6 +67,9 @@ int run_bench_text(const std::vector<std::string>& argv) {
   o.checkpoint = args->get("checkpoint", "");
   o.write_checkpoint = args->get("write-checkpoint", "");
   o.dump_outputs = args->get("dump-outputs", "");
+  Expected<Precision> precision = parse_precision(args->get("precision", "bf16"));
+  if (!precision) return fail(usage_error(precision.status().message()));
+  o.precision = *precision;
   if (Status s = engine::check_bench_text_options(o); !s.is_ok()) return fail(s);
   if (args->has("dump-outputs") &&
       (o.dump_outputs.empty() || !std::filesystem::is_directory(std::filesystem::absolute(o.dump_outputs).parent_path())))

@@ -19,6 +19,9 @@ Status check_bench_text_options(const BenchTextOptions& o) {
   if (!o.write_checkpoint.empty() && (o.stream_layers > 0 || !o.checkpoint.empty()))
     return invalid_argument("--write-checkpoint writes the random weights with every layer resident: drop "
                             "--stream-layers and --checkpoint");
+  if (!o.write_checkpoint.empty() && o.precision != Precision::kBf16)
+    return invalid_argument("--write-checkpoint writes bf16 weights: drop --precision " +
+                            std::string(precision_name(o.precision)));
   return Status::ok();
 }
 

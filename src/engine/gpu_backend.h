@@ -108,6 +108,8 @@ struct BenchTextOptions {
   int64_t slots = 2;
   std::string tier = "host";
   std::string checkpoint, write_checkpoint, dump_outputs;  // empty: not asked
+  // The stack's linears: bf16, or fp8 / int8 quantized at load (what --set conditioner-precision runs).
+  Precision precision = Precision::kBf16;
   std::function<void(const std::string&)> on_note;
 };
 

@@ -88,7 +88,7 @@ Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& o) {
   OROCHI_RETURN_IF_ERROR(cuda::cuda_status(cudaSetDevice(dev), "cudaSetDevice"));
   cudaMemGetInfo(&free_before, &total);
   OROCHI_ASSIGN_OR_RETURN(auto encoder,
-                          qwen3vl::gpu::GpuTextEncoder::create(config, o.layers, dev, o.tokens, streaming));
+                          qwen3vl::gpu::GpuTextEncoder::create(config, o.layers, dev, o.tokens, streaming, o.precision));
   // The weights: a checkpoint folder (timed from the page cache to the GPU), or random ones.
   std::optional<qwen3vl::TextWeights> host;  // the checkpoint's views must outlive the encoder's use
   const auto t_init = Clock::now();
@@ -142,6 +142,7 @@ Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& o) {
         {"format", "orochi-qwen3vl-text-dump-v1"},   {"seed", std::to_string(o.seed)},
         {"layers", std::to_string(o.layers)},          {"tokens", std::to_string(o.tokens)},
         {"config", shapes.dump()},                    {"dtype", "bf16"},
+        {"precision", precision_name(o.precision)},
         {"weights", "qwen3vl::gpu::GpuTextEncoder::init_random"}};
     OROCHI_RETURN_IF_ERROR(dump_text(o.dump_outputs, ids, hidden, metadata));
     note(format_printf("wrote the token ids and the last run's hidden state to %s", o.dump_outputs.c_str()));
@@ -155,7 +156,8 @@ Expected<nlohmann::json> cuda_bench_text(const BenchTextOptions& o) {
   const cuda::UploadStats& up = encoder->upload_stats();
   nlohmann::json j{{"engine", "orochi"},         {"model", "qwen3-vl-32b-text"},
                    {"layers", o.layers},          {"tokens", o.tokens},
-                   {"seed", o.seed},              {"encode_s_median", median},
+                   {"seed", o.seed},              {"precision", precision_name(o.precision)},
+                   {"encode_s_median", median},
                    {"encode_s_min", lo},         {"encode_s_max", hi},
                    {"encode_s_all", times},      {"tflops", flops.total() / median / 1e12},
                    {"linear_tflop", flops.linear / 1e12}, {"attention_tflop", flops.attention / 1e12},
