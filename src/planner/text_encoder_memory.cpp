@@ -68,6 +68,11 @@ std::vector<BufferBytes> text_encoder_buffers(const ModelConfigs& m, int64_t L /
                           std::to_string(t.widest_linear_out()) + "]",
                  buffer(quantized_accumulator_rows(precision, L) * t.widest_linear_out(), 4)});
     b.push_back({PoolKind::kScratch, "quantized cuBLASLt workspace", 32 * kMiB});
+    // Loading: each linear is made in bf16 before it is quantized, one at a time in a scratch of
+    // the largest ([up; gate]) beside the arenas (qwen3vl/cuda/gpu_text_layers.h).
+    b.push_back({PoolKind::kScratch, "weight quantization scratch bf16 [" + std::to_string(2 * I) + ", " +
+                                         std::to_string(H) + "] (while loading)",
+                 buffer(2 * I * H, 2)});
   }
   if (N > 0) {
     // The tower over N patches (bf16): pixel values in, a residual and its normed copy, q/k/v and the

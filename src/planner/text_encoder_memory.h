@@ -2,8 +2,9 @@
 // (50 of 64) and activations for the prompt's L tokens, as the GPU text encoder allocates them. It
 // runs on one GPU whatever the request's layout (there is no parallel text encoder). At
 // --set conditioner-precision=fp8 / int8 each layer's seven linears are 1-byte codes + f32
-// per-channel scales (qwen3vl/cuda/gpu_text_layers.h) and the activations add the quantized
-// linears' codes, scales and accumulator; the vision tower stays bf16.
+// per-channel scales (qwen3vl/cuda/gpu_text_layers.h), the activations add the quantized linears'
+// codes, scales and accumulator, and loading a bf16 scratch of the largest linear; the vision
+// tower stays bf16.
 #pragma once
 
 #include <vector>
