@@ -162,7 +162,7 @@ std::string plan_text(const MemoryPlan& plan) {
   if (!plan.capacity.empty()) {
     out += format_printf(
         "\nequivalent single-GPU capacity (GPUs of %.2f GiB, this request, denoiser and decode weights "
-        "resident; the text encoder runs on GPU 0 alone):\n",
+        "resident; the text encoder runs on one GPU alone):\n",
         to_gib(in.gpus.vram_bytes));
     out += "  GPUs  layout  per-GPU need  held twice/comm  behaves like one GPU of\n";
     for (const CapacityRow& r : plan.capacity)
