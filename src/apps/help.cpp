@@ -225,7 +225,7 @@ constexpr const char* kBenchTextHelp =
     "  --iters >= 1, --warmup >= 0, --device >= 0, --seed " OROCHI_SEED_LIMITS "\n"
     "  --checkpoint DIR  the weights of a text_encoder/ folder instead, load time reported (page cache -> GPU)\n"
     "  --precision P     the stack's linears: bf16 (default), or fp8 / int8 quantized at load per output\n"
-    "                    channel (--set conditioner-precision's stack; not with --write-checkpoint)\n"
+    "                    channel (the stack the conditioner-precision switch runs; not with --write-checkpoint)\n"
     "  --write-checkpoint DIR   write the random weights there as a Qwen3VLTextModel folder (bf16)\n"
     "  --stream-layers N the last N layers (0 to --layers) stay in pinned host RAM (--tier host) or on the\n"
     "                    other GPU (--tier peer) and stream in through --slots (>= 1) slots\n"
