@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "backends/cuda/sm90a/flash_attention_launch.h"
+#include "backends/cuda/sm90a/flash_common.cuh"
 #include "backends/cuda/sm90a/launch_helpers.h"
 #include "backends/cuda/sm90a/wgmma.cuh"
 
@@ -45,30 +46,6 @@ struct Layout {
   static constexpr uint32_t kSharedBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + alignment slack
   static_assert(kHalfBytes % 1024 == 0);
   static_assert(kSharedBytes <= 227 * 1024);
-};
-
-struct Barriers {
-  uint64_t q_full;
-  uint64_t k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
-};
-
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// The accumulator fragment of a 64xN wgmma: thread (warp w, lane l) holds, for n8 block i,
-// rows r = 16w + l/4 and r + 8, columns 8i + 2(l%4) + {0, 1}: s[4i + {0,1}] on row r,
-// s[4i + {2,3}] on row r + 8.
-struct RowState {
-  float max0 = -INFINITY, max1 = -INFINITY;  // running max of the scaled (log2) scores
-  float sum0 = 0, sum1 = 0;                  // this thread's part of the running denominators
 };
 
 // Turns scores s (raw q.k of one tile) into exp2(s * scale_log2 - max) in place, updates the
@@ -174,19 +151,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[N /
   }
 }
 
-// o *= factor per row, skipped when no row of the warp moved its max (with a rescale threshold,
-// nearly every tile after the first): a warp-uniform branch, so the MMA issue never diverges.
-__device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, float factor1) {
-  if (__all_sync(0xffffffff, factor0 == 1.f && factor1 == 1.f)) return;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    o[4 * i] *= factor0;
-    o[4 * i + 1] *= factor0;
-    o[4 * i + 2] *= factor1;
-    o[4 * i + 3] *= factor1;
-  }
-}
-
 // Work unit u = 128 query rows of one head: head u / q_tiles, query tile u % q_tiles, so the CTAs
 // resident together work on one head and share its K and V in L2. A CTA covers one unit, or with
 // kv_splits > 1 one of that many slices of its key tiles, whose unnormalized output, row max and
@@ -210,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t raw_shared[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw_shared) + 1023) & ~uintptr_t{1023});
   using L = Layout<kBlockN>;
-  Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
+  FlashBarriers<kStages>& bar = *reinterpret_cast<FlashBarriers<kStages>*>(smem + L::kBarriers);
   const int warpgroup = threadIdx.x / 128;
   const int s_q = prm.s_q, s_kv = prm.s_kv, heads = prm.heads;
   const float scale_log2 = prm.scale_log2;

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "backends/cuda/sm90a/flash_attention_fp8_launch.h"
+#include "backends/cuda/sm90a/flash_common.cuh"
 #include "backends/cuda/sm90a/launch_helpers.h"
 #include "backends/cuda/sm90a/wgmma.cuh"
 #include "backends/cuda/sm90a/wgmma_fp8.cuh"
@@ -47,34 +48,10 @@ struct Layout {
   static_assert(kSharedBytes <= 227 * 1024);
 };
 
-struct Barriers {
-  uint64_t q_full;
-  uint64_t k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
-};
-
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 // Two e4m3 codes (cvt.rn.satfinite: core/fp8.h's rounding), `lo` in the low byte.
 __device__ __forceinline__ uint32_t pack_e4m3x2(float lo, float hi) {
   return __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3);
 }
-
-// The accumulator fragment of a 64x128 wgmma: thread (warp w, lane l) holds, for n8 block i,
-// rows r = 16w + l/4 and r + 8, columns 8i + 2(l%4) + {0, 1}: s[4i + {0,1}] on row r,
-// s[4i + {2,3}] on row r + 8.
-struct RowState {
-  float max0 = -INFINITY, max1 = -INFINITY;  // running (lazy) max of the scaled (log2) scores
-  float sum0 = 0, sum1 = 0;                  // this thread's part of the running denominators
-};
 
 // Turns raw scores s (code dot products of one tile) into exp2(s * scale - max + kPOffset) in
 // place, with scale = log2(e)/sqrt(128) · q_scale · k_scale[tile]; updates the running max and
@@ -161,18 +138,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[16]
   }
 }
 
-// o *= factor per row, skipped when no row of the warp moved its max: a warp-uniform branch.
-__device__ __forceinline__ void rescale_output(float (&o)[64], float factor0, float factor1) {
-  if (__all_sync(0xffffffff, factor0 == 1.f && factor1 == 1.f)) return;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    o[4 * i] *= factor0;
-    o[4 * i + 1] *= factor0;
-    o[4 * i + 2] *= factor1;
-    o[4 * i + 3] *= factor1;
-  }
-}
-
 __device__ __forceinline__ void add_tile(float (&o)[64], const float (&tile)[64]) {
 #pragma unroll
   for (int i = 0; i < 64; ++i) o[i] += tile[i];
@@ -195,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t raw_shared[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw_shared) + 1023) & ~uintptr_t{1023});
   using L = Layout;
-  Barriers& bar = *reinterpret_cast<Barriers*>(smem + L::kBarriers);
+  FlashBarriers<kStages>& bar = *reinterpret_cast<FlashBarriers<kStages>*>(smem + L::kBarriers);
   const int warpgroup = threadIdx.x / 128;
   const int unit = static_cast<int>(blockIdx.x);
   const int head = unit / prm.q_tiles;
