@@ -187,16 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles = (split + 1) * all_tiles / prm.kv_splits - first_tile;  // [first_tile, +tiles)
   const bool ends_at_last = first_tile + tiles == all_tiles;        // holds the masked tile
 
-  if (threadIdx.x == 0) {
-    mbarrier_init(&bar.q_full, 1);
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&bar.k_full[s], 1);
-      mbarrier_init(&bar.v_full[s], 1);
-      mbarrier_init(&bar.k_empty[s], kConsumerWarps);
-      mbarrier_init(&bar.v_empty[s], kConsumerWarps);
-    }
-    mbarrier_init_fence();
-  }
+  if (threadIdx.x == 0) bar.init(kConsumerWarps);
   __syncthreads();
 
   if (warpgroup == 0) {  // producer

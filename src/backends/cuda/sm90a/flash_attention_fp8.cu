@@ -168,16 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int row0 = q_tile * kBlockM;
   const int tiles = prm.k_tiles;
 
-  if (threadIdx.x == 0) {
-    mbarrier_init(&bar.q_full, 1);
-    for (int s = 0; s < kStages; ++s) {
-      mbarrier_init(&bar.k_full[s], 1);
-      mbarrier_init(&bar.v_full[s], 1);
-      mbarrier_init(&bar.k_empty[s], kConsumerWarps);
-      mbarrier_init(&bar.v_empty[s], kConsumerWarps);
-    }
-    mbarrier_init_fence();
-  }
+  if (threadIdx.x == 0) bar.init(kConsumerWarps);
   __syncthreads();
 
   if (warpgroup == 0) {  // producer

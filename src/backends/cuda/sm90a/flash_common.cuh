@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cuda/sm90a/wgmma.cuh"
+
 namespace orochi::cuda::sm90a {
 
 // The mbarriers of a kernel's ring of kStages K and V tiles, and of its Q tile.
@@ -17,6 +19,18 @@ template <int kStages>
 struct FlashBarriers {
   uint64_t q_full;
   uint64_t k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages];
+
+  // One thread: the loads arrive once per fill; every consumer warp releases a stage once.
+  __device__ __forceinline__ void init(int consumer_warps) {
+    mbarrier_init(&q_full, 1);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&k_full[s], 1);
+      mbarrier_init(&v_full[s], 1);
+      mbarrier_init(&k_empty[s], consumer_warps);
+      mbarrier_init(&v_empty[s], consumer_warps);
+    }
+    mbarrier_init_fence();
+  }
 };
 
 __device__ __forceinline__ float exp2_approx(float x) {
