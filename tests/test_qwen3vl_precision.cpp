@@ -17,6 +17,7 @@
 #include "models/qwen3vl/text_model.h"
 #include "planner/plan_memory.h"
 #include "planner/text_encoder_memory.h"
+#include "qwen3vl_quantized_bounds.h"
 #include "support/compare.h"
 #include "support/golden.h"
 #include "support/paths.h"
@@ -94,6 +95,49 @@ TEST(Qwen3VLPrecision, EmulatedLinearIsCoresQuantizedLinear) {
     const Tensor expected = quantized_linear(quantize_rows(x.to(DType::kBF16), codes),
                                              quantize_rows(weight.to(DType::kBF16), codes), nullptr);
     EXPECT_TENSOR_CLOSE(y, expected, 0.0);
+  }
+}
+
+// f32 copy of t times `factor`.
+Tensor scaled(const Tensor& t, float factor) {
+  Tensor out = t.to(DType::kF32).contiguous().clone();
+  for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] *= factor;
+  return out;
+}
+
+// The GPU test's bound (qwen3vl_quantized_bounds.h: the GPU within c x sigma of the emulation,
+// sigma the emulation's distance to f32) on the CPU, where both sides can be made on purpose:
+//  - a correct implementation that differs only at bf16's level passes: the emulation on the
+//    embedding table rounded to bf16 (what the GPU's bf16 residual stream starts from) moves the
+//    output by a large part of sigma (measured 0.82 sigma fp8, 0.96 sigma int8: the codes it flips
+//    feed every later linear), which is why the bound is not bf16's band, but stays inside it;
+//  - a wrong scale fails: o_proj's output 10% too large in every layer (its per-channel scales
+//    10% off; measured 1.42 sigma fp8, 4.49 sigma int8).
+TEST(Qwen3VLPrecision, GpuEmulationBoundPassesBf16InputsAndFailsAWrongScale) {
+  const qwen3vl::TextWeights f32 = tiny_weights();
+  const Tensor ids = golden_ids();
+  const Tensor reference = encoded(f32, ids);  // [L, hidden]
+  for (const Precision p : {Precision::kFp8, Precision::kInt8}) {
+    SCOPED_TRACE(precision_name(p));
+    qwen3vl::TextWeights q = f32;
+    qwen3vl::emulate_quantization(q, p);
+    const Tensor emulated = encoded(q, ids);
+    const double sigma = testing::compare(emulated, reference).rel_l2;
+    const double bound = testing::qwen3vl_gpu_to_emulation_bound(p);
+
+    qwen3vl::TextWeights bf16_input = q;
+    bf16_input.embed_tokens = q.embed_tokens.to(DType::kBF16);
+    const double rounded = testing::compare(encoded(bf16_input, ids), emulated).rel_l2 / sigma;
+
+    qwen3vl::TextWeights wrong = q;
+    for (qwen3vl::TextLayerWeights& l : wrong.layers) l.o_proj = scaled(l.o_proj, 1.1f);
+    const double wrong_scale = testing::compare(encoded(wrong, ids), emulated).rel_l2 / sigma;
+
+    std::printf("%s: sigma %.3g; bf16 embeddings %.3f sigma, o_proj scales 10%% off %.3f sigma (bound %.2f)\n",
+                precision_name(p), sigma, rounded, wrong_scale, bound);
+    EXPECT_GT(rounded, 0.3) << "a bf16-level input change no longer reaches the output: tighten the GPU bound";
+    EXPECT_LT(rounded, bound);
+    EXPECT_GT(wrong_scale, bound);
   }
 }
 

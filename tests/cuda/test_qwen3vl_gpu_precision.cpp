@@ -1,9 +1,10 @@
 // The Qwen3-VL text stack on the GPU at conditioner-precision fp8 / int8 (issue 25): the quantized
 // encoder (seven linears per layer as codes + per-channel scales, activations per token, the
 // denoiser's QuantizedGemmRunner) against its CPU emulation (qwen3vl::emulate_quantization) on the
-// tiny golden model; random init == upload of the same host weights; streamed quantized layers ==
-// resident ones bit for bit; the planner's layer bytes == the GPU layout's; a checkpoint write is
-// refused. The first test needs no GPU.
+// tiny golden model, within a multiple of the emulation's own quantization error; random init ==
+// upload of the same host weights; streamed quantized layers == resident ones bit for bit; the
+// planner's layer bytes == the GPU layout's; a checkpoint write is refused. The first test needs
+// no GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "models/qwen3vl/random_weights.h"
 #include "models/qwen3vl/text_model.h"
 #include "planner/text_encoder_memory.h"
+#include "qwen3vl_quantized_bounds.h"
 #include "support/compare.h"
 #include "support/golden.h"
 #include "support/paths.h"
@@ -69,11 +71,19 @@ TEST(Qwen3VLGpuPrecision, PlannerLayerBytesAreTheGpuLayout) {
   }
 }
 
-// The GPU's quantized stack vs the CPU emulation of it: they differ by the GPU's bf16 activations
-// (and codes that round the other way after them), the same band as bf16 GPU vs f32 CPU. For fp8,
-// whose quantization error here (7.6e-2 from f32, tests/test_qwen3vl_precision) is larger than that
-// band, the GPU must also be nearer its emulation than the f32 forward: it quantizes as the
-// emulation does.
+// The GPU's quantized stack vs the CPU emulation of it, in units of sigma, the emulation's own
+// distance to f32 (its quantization error). Not bf16's band: on this tiny stack every bf16-level
+// difference of a linear's input (the GPU holds the residual stream, norms, q/k/v, RoPE, attention
+// and SwiGLU in bf16; the emulation in f32) flips codes by a whole e4m3 / int8 step and the flips
+// feed every later linear, so the two forwards' quantization errors decorrelate within a layer.
+// A CPU model of the GPU's bf16 activations with the same scheme lands 0.84-0.89 sigma (fp8) /
+// 1.01-1.08 sigma (int8) from the emulation; the H200 measured 6.96e-2 = 0.91 sigma and 2.27e-2 =
+// 1.03 sigma (an absolute 3e-2 would sit below fp8's own noise, 7.6e-2). The bound
+// (qwen3vl_quantized_bounds.h; tests/test_qwen3vl_precision checks it on the CPU) is still
+// exceeded by a wrong scale (10% on one linear: 1.4 / 4.5 sigma) or a scale of the wrong row.
+// Second, the quantization must cost what the emulation's does: the GPU's distance to its own bf16
+// forward within [0.85, 1.3] sigma (CPU model 0.99-1.04 fp8, 1.03-1.11 int8; H200 1.02 and 1.06):
+// fewer quantized linears would be nearer the bf16 forward, coarser scales farther.
 TEST(Qwen3VLGpuPrecision, QuantizedStackMatchesItsCpuEmulation) {
   REQUIRE_GPU();
   const qwen3vl::TextWeights host = tiny_weights();
@@ -102,9 +112,16 @@ TEST(Qwen3VLGpuPrecision, QuantizedStackMatchesItsCpuEmulation) {
     std::printf("tiny stack, GPU %s vs CPU %s emulation: %s\n  vs CPU f32: %s\n  vs GPU bf16: %s\n",
                 precision_name(p), precision_name(p), vs_emulation.summary().c_str(), vs_f32.summary().c_str(),
                 vs_bf16.summary().c_str());
-    EXPECT_TRUE(vs_emulation.same_nonfinite && vs_emulation.rel_l2 <= 3e-2) << vs_emulation.summary();
+    const double sigma = testing::compare(*cpu, *f32).rel_l2;  // the emulation's quantization error
+    const double bound = testing::qwen3vl_gpu_to_emulation_bound(p);
+    std::printf("  in units of the emulation's error vs f32 (%.4g): to the emulation %.3f (bound %.2f), to GPU bf16 "
+                "%.3f (bounds 0.85, 1.3)\n",
+                sigma, vs_emulation.rel_l2 / sigma, bound, vs_bf16.rel_l2 / sigma);
+    EXPECT_TRUE(vs_emulation.same_nonfinite) << vs_emulation.summary();
+    EXPECT_LE(vs_emulation.rel_l2, bound * sigma) << vs_emulation.summary();
     EXPECT_GT(vs_bf16.rel_l2, 1e-4) << "the quantized encoder gave the bf16 output: are its linears quantized?";
-    if (p == Precision::kFp8) EXPECT_LT(vs_emulation.rel_l2, vs_f32.rel_l2);
+    EXPECT_GE(vs_bf16.rel_l2, 0.85 * sigma) << "the GPU quantizes less than its emulation";
+    EXPECT_LE(vs_bf16.rel_l2, 1.3 * sigma) << "the GPU quantizes more coarsely than its emulation";
     EXPECT_LT(e->weight_bytes(), bf16->weight_bytes());
     EXPECT_TENSOR_CLOSE(run(*e, ids), gpu, 0.0);  // deterministic
     EXPECT_EQ(e->write_checkpoint(::testing::TempDir() + "/qwen3vl_fp8_ckpt").code(), ErrorCode::kUnsupported);
