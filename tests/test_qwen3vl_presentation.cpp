@@ -9,11 +9,17 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "models/qwen3vl/random_weights.h"
 #include "models/qwen3vl/rope_index.h"
 #include "support/compare.h"
+#include "support/paths.h"
 #include "support/qwen3vl_presentation.h"
+#include "text/tokenizer.h"
 
 namespace orochi::testing {
 namespace {
@@ -61,6 +67,79 @@ TEST(Qwen3VLPresentation, TwoImagesAndA124FrameVideo) {
   for (int64_t i = 0; i < 1000; ++i) {
     const float u = v[i * 997] * 127.5f + 127.5f;
     EXPECT_NEAR(u, std::round(u), 1e-3) << i;
+  }
+}
+
+// The Python string literals between `PROMPT = (` and its `)` in peer_ref2va_preprocess.py, joined
+// as Python joins adjacent literals (the peer's prompt is plain double-quoted text).
+std::string peer_prompt() {
+  std::ifstream f(test_data_dir() + "/../../scripts/device/peer_ref2va_preprocess.py");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string src = ss.str();
+  const size_t start = src.find("\nPROMPT = (");
+  if (start == std::string::npos) return "";
+  const size_t end = src.find(')', start);
+  std::string prompt;
+  for (size_t i = src.find('"', start); i < end; i = src.find('"', i + 1)) {
+    const size_t close = src.find('"', i + 1);
+    prompt += src.substr(i + 1, close - i - 1);
+    i = close;
+  }
+  return prompt;
+}
+
+// ref2va-bench is the presentation diffusers builds for issue 23's preprocessing comparison
+// (scripts/device/peer_ref2va_preprocess.py, session 17 on the device: 28,217 tokens with the same
+// test tokenizer), so the two sides' vision + text times are over the same sequence.
+TEST(Qwen3VLPresentation, Ref2vaBenchIsThePeersRequest) {
+  EXPECT_EQ(peer_prompt(), kRef2vaBenchPrompt) << "peer_ref2va_preprocess.py's PROMPT changed: update kRef2vaBenchPrompt";
+  Expected<PresentationCase> c = presentation_case("ref2va-bench");
+  ASSERT_TRUE(c.has_value()) << c.status().to_string();
+  Expected<BuiltPresentation> p = build_presentation(*c);
+  ASSERT_TRUE(p.has_value()) << p.status().to_string();
+  // Pictures (W x H) 3648x2048, 2048x2048, 2048x2720, 3072x2048 in 16-px patches, one frame each.
+  EXPECT_EQ(p->image_grids,
+            (std::vector<qwen3vl::GridThw>{{1, 128, 228}, {1, 128, 128}, {1, 170, 128}, {1, 128, 192}}));
+  // 120 frames at 24 fps sampled at 2 fps: frames 0, 12, ..., 108 (10), 5 blocks of 1344x768.
+  EXPECT_EQ(p->video_grids, (std::vector<qwen3vl::GridThw>{{5, 48, 84}}));
+  EXPECT_EQ(count(p->input_ids, 151655), 7296 + 4096 + 5440 + 6144);
+  EXPECT_EQ(count(p->input_ids, 151656), 5 * 1008);
+  EXPECT_EQ(count(p->input_ids, 151652), 4 + 5);
+  EXPECT_EQ(count(p->input_ids, 151653), 4 + 5);
+  EXPECT_EQ(static_cast<int64_t>(p->vision_rows.size()), 28016);
+  EXPECT_EQ(p->pixel_values.dim(0), 4 * 28016);
+  EXPECT_EQ(p->size(), 28217) << "diffusers' presentation of the same request has 28,217 tokens";
+  EXPECT_GT(p->processor_s, 0.0);
+
+  // The text between the vision blocks, segment by segment, as diffusers tokenizes it: the labels in
+  // request order (the video's soundtrack is "<Audio 1>", the clip "<Audio 2>"), the block
+  // timestamps, then the prompt.
+  Expected<text::BpeTokenizer> tok = text::BpeTokenizer::load(test_data_dir() + "/tokenizer/qwen_bpe/tokenizer.json");
+  ASSERT_TRUE(tok.has_value()) << tok.status().to_string();
+  const std::vector<std::vector<std::string>> between = {
+      {"<Picture 1>: "}, {"<Picture 2>: "}, {"<Picture 3>: "}, {"<Picture 4>: "},
+      {"<Audio 1>: ", "<Video 1>: ", "<0.2 seconds>"}, {"<1.2 seconds>"}, {"<2.2 seconds>"}, {"<3.2 seconds>"},
+      {"<4.2 seconds>"}, {"<Audio 2>: ", kRef2vaBenchPrompt}};
+  std::vector<std::vector<int64_t>> runs(1);  // the text tokens before each vision block, and after the last
+  const int64_t* ids = p->input_ids.data<int64_t>();
+  for (int64_t i = 0; i < p->size(); ++i) {
+    if (ids[i] == 151652) {
+      while (i < p->size() && ids[i] != 151653) ++i;
+      runs.emplace_back();
+    } else {
+      runs.back().push_back(ids[i]);
+    }
+  }
+  ASSERT_EQ(runs.size(), between.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::vector<int64_t> expect;
+    for (const std::string& segment : between[r]) {
+      Expected<std::vector<int32_t>> e = tok->encode(segment);
+      ASSERT_TRUE(e.has_value());
+      expect.insert(expect.end(), e->begin(), e->end());
+    }
+    EXPECT_EQ(runs[r], expect) << "text run " << r;
   }
 }
 

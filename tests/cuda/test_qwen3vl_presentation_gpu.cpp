@@ -18,6 +18,10 @@
 // OROCHI_QWEN3VL_FULL_PRECISIONS (default bf16), e.g. bf16,fp8: after the bf16 stack, the same
 // weights' stack at each other precision (--set conditioner-precision) over the same cases, its
 // outputs in DIR/<case>.<precision>.safetensors and its times in DIR/<case>.<precision>.json.
+// OROCHI_QWEN3VL_FULL_NO_DUMP=1: times only (DIR/<case>.json), no safetensors dump and no 2-layer
+// stack (scripts/device/run_ref2va_preprocess_compare.sh: the ref2va-bench case beside diffusers).
+// Each case's JSON also has processor_s: our processor and presentation builder on the host (what
+// diffusers' "processor" part covers), timed once when the presentation is built, outside total_s.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -28,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -135,6 +140,7 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
   const std::string cases_list = cases_env && *cases_env ? cases_env : "ref2va-2img,ref2va-4img,text-1000";
   const int64_t warmup = env_int("OROCHI_QWEN3VL_FULL_WARMUP", 1), iters = env_int("OROCHI_QWEN3VL_FULL_ITERS", 3);
   const uint64_t seed = static_cast<uint64_t>(env_int("OROCHI_QWEN3VL_FULL_SEED", 7));
+  const bool dump = env_int("OROCHI_QWEN3VL_FULL_NO_DUMP", 0) == 0;
   constexpr int64_t kLayers = 50, kTextOnlyTokens = 1000;
   const qwen3vl::VisionConfig vc = qwen3vl::VisionConfig::qwen3vl_32b();
   const qwen3vl::TextConfig tc = qwen3vl::TextConfig::qwen3vl_32b();
@@ -156,8 +162,9 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
     const auto t0 = std::chrono::steady_clock::now();
     Expected<BuiltPresentation> p = build_presentation(*c);
     ASSERT_TRUE(p.has_value()) << p.status().to_string();
-    std::fprintf(stderr, "[presentation-full] %s: %lld tokens, %lld patches, built in %.2f s\n", n.c_str(),
-                 static_cast<long long>(p->size()), static_cast<long long>(p->pixel_values.dim(0)), seconds_since(t0));
+    std::fprintf(stderr, "[presentation-full] %s: %lld tokens, %lld patches, built in %.2f s (processor + builder "
+                 "%.3f s)\n", n.c_str(), static_cast<long long>(p->size()), static_cast<long long>(p->pixel_values.dim(0)),
+                 seconds_since(t0), p->processor_s);
     max_tokens = std::max(max_tokens, p->size());
     max_patches = std::max(max_patches, p->pixel_values.dim(0));
     built.emplace_back(std::move(p).value());
@@ -187,9 +194,13 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
     auto enc = qwen3vl::gpu::GpuTextEncoder::create(tc, kLayers, 0, max_tokens, {}, precision);
     ASSERT_TRUE(enc.has_value()) << enc.status().to_string();
     ASSERT_TRUE((*enc)->init_random(seed).is_ok());
-    auto enc2 = qwen3vl::gpu::GpuTextEncoder::create(tc, 2, 0, max_tokens, {}, precision);  // the same first 2 layers
-    ASSERT_TRUE(enc2.has_value()) << enc2.status().to_string();
-    ASSERT_TRUE((*enc2)->init_random(seed).is_ok());
+    std::unique_ptr<qwen3vl::gpu::GpuTextEncoder> enc2;  // the same first 2 layers (for the dump)
+    if (dump) {
+      auto made = qwen3vl::gpu::GpuTextEncoder::create(tc, 2, 0, max_tokens, {}, precision);
+      ASSERT_TRUE(made.has_value()) << made.status().to_string();
+      enc2 = std::move(made).value();
+      ASSERT_TRUE(enc2->init_random(seed).is_ok());
+    }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::fprintf(stderr, "[presentation-full] %s stack generated in %.2f s (weights %.1f GiB); GPU in use %.1f GiB\n",
                  precision_name(precision), seconds_since(t_stack),
@@ -228,9 +239,6 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
         if (it >= warmup) total.push_back(t), vision_s.push_back(tv);
         out = std::move(o).value();
       }
-      // hidden_states[2]: the 2-layer stack on the last run's vision outputs (still on the GPU).
-      Expected<Tensor> h2 = p ? (*enc2)->encode(ids, positions, vision) : (*enc2)->encode_text(ids);
-      ASSERT_TRUE(h2.has_value()) << h2.status().to_string();
       EXPECT_TRUE(finite(out));
 
       nlohmann::json j{{"case", name},
@@ -238,6 +246,7 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
                        {"tokens", ids.numel()},
                        {"vision_patches", p ? p->pixel_values.dim(0) : 0},
                        {"vision_tokens", p ? static_cast<int64_t>(p->vision_rows.size()) : 0},
+                       {"processor_s", p ? p->processor_s : 0.0},
                        {"layers", kLayers},
                        {"seed", seed},
                        {"total_s_median", median(total)},
@@ -256,6 +265,15 @@ TEST(Qwen3VLPresentationGpu, FullSizePresentationsDumpedAndTimed) {
                                                     {"text_config", text_config_json(tc)},
                                                     {"vision_config", vision_config_json(vc)},
                                                     {"weights", "qwen3vl::random_weights.h rules, filled on the GPU"}};
+      if (!dump) {
+        std::ofstream(dir + "/" + name + tag + ".json") << j.dump() << "\n";
+        std::printf("[presentation-full] %s\n", j.dump().c_str());
+        std::fflush(stdout);
+        continue;
+      }
+      // hidden_states[2]: the 2-layer stack on the last run's vision outputs (still on the GPU).
+      Expected<Tensor> h2 = p ? enc2->encode(ids, positions, vision) : enc2->encode_text(ids);
+      ASSERT_TRUE(h2.has_value()) << h2.status().to_string();
       const auto t_dump = std::chrono::steady_clock::now();
       std::vector<std::pair<std::string, Tensor>> outputs = {{"hidden_2", *h2}, {"hidden_final", out}};
       if (bf16) {

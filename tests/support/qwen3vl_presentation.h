@@ -33,12 +33,26 @@ struct PresentationCase {
   int64_t video_frames = 0;                          // a 24 fps reference video; 0: none
   int64_t video_height = 0, video_width = 0;
   bool video_has_audio = true;
+  int64_t audio_clips = 0;  // audio clips after the video: a "<Audio j>: " label each, nothing for Qwen
+  std::string prompt;       // empty: the comparison's default prompt
 };
 
 // "ref2va-2img": 2 images at 1344x768 + a 124-frame 1344x768 video with sound (8064 vision tokens);
 // "ref2va-4img": 4 images at 3648x2048 (2048 short edge) + the same video (35,232 vision tokens);
+// "ref2va-bench": issue 23's preprocessing request as scripts/device/peer_ref2va_preprocess.py hands it
+//   to diffusers (make_ref2va_media.py's media normalized): 4 pictures at 3648x2048, 2048x2048,
+//   2048x2720 and 3072x2048 (W x H), a 5 s 30 fps video on its 1344x768 canvas with its soundtrack
+//   (120 frames at 24 fps: 10 sampled at 2 fps, 5 blocks), a 4 s audio clip, the peer's prompt
+//   (kRef2vaBenchPrompt): 28,016 vision tokens, 28,217 in all with the test tokenizer, the same
+//   tokens as the peer's (it uses that tokenizer too); only the pixels differ (synthetic here, of
+//   the same sizes), which changes no time;
 // "tiny": 2 small images + a 26-frame video (for the tiny CPU check). not_found for another name.
 Expected<PresentationCase> presentation_case(const std::string& name);
+
+// peer_ref2va_preprocess.py's PROMPT, verbatim (tests/test_qwen3vl_presentation.cpp checks the two
+// stay the same): with the same tokenizer (tests/data/tokenizer/qwen_bpe) the two sides' presentations
+// then have the same tokens.
+extern const char* const kRef2vaBenchPrompt;
 
 struct BuiltPresentation {
   Tensor input_ids;        // i64 [L], Qwen3-VL's vision ids
@@ -50,10 +64,13 @@ struct BuiltPresentation {
   std::vector<qwen3vl::GridThw> image_grids, video_grids;
   std::vector<qwen3vl::GridThw> grids() const;  // images then videos: one vision tower call
   std::vector<int64_t> vision_rows;             // the pad rows, ascending
+  // Seconds in Qwen's processor (frame sampling, process_images, process_videos) and the presentation
+  // builder: the part diffusers' "processor" time covers (not the synthetic media, not rope_index).
+  double processor_s = 0;
   int64_t size() const { return input_ids.numel(); }
 };
 
-// The test tokenizer (tests/data/tokenizer/qwen_bpe) with the case's prompt.
+// The test tokenizer (tests/data/tokenizer/qwen_bpe) with the case's prompt (or the default one).
 Expected<BuiltPresentation> build_presentation(const PresentationCase& c);
 
 // The tower's outputs for grids() (one call; host or device tensors) at the pad rows, in sequence
