@@ -39,7 +39,8 @@ TEST(GpuCapability, DefaultsTakeTheHopperKernelsOnlyOn90) {
 }
 
 TEST(GpuCapability, HopperSwitchesAreRefusedElsewhereWithTheGpuNamed) {
-  for (const char* list : {"attention=flash", "gemm=sm90a", "flash-kv-block=176", "flash-rescale=eager"}) {
+  for (const char* list : {"attention=flash", "gemm=sm90a", "flash-kv-block=176", "flash-rescale=eager",
+                           "attention-precision=fp8"}) {
     for (const ComputeCapability cc : {ComputeCapability{8, 0}, {8, 6}, {8, 9}}) {
       Expected<RunSwitches> s = switches_for_gpu(given(list), Precision::kBf16, cc, "NVIDIA GeForce RTX 3090");
       ASSERT_FALSE(s.has_value()) << list << " on " << cc.to_string();
@@ -82,6 +83,31 @@ TEST(GpuCapability, Fp8IsRefusedBelow89WithInt8Advised) {
     ASSERT_TRUE(s.has_value()) << cc.to_string() << ": " << s.status().to_string();
     EXPECT_EQ(s->kernels.flash_attention, cc.major == 9);
   }
+}
+
+// attention-precision=auto takes FP8 attention with fp8 linears on Hopper only; elsewhere (an RTX 4090
+// has FP8 GEMMs but not the sm_90a attention kernel) and on kernels=generic attention stays bf16.
+TEST(GpuCapability, AttentionPrecisionAutoFollowsTheLinearsOnHopperOnly) {
+  for (const Precision p : {Precision::kBf16, Precision::kFp8, Precision::kInt8}) {
+    Expected<RunSwitches> h200 = switches_for_gpu(RunSwitches{}, p, {9, 0}, "H200");
+    ASSERT_TRUE(h200.has_value()) << h200.status().to_string();
+    EXPECT_EQ(h200->kernels.fp8_attention(p), p == Precision::kFp8) << precision_name(p);
+    Expected<RunSwitches> ada = switches_for_gpu(RunSwitches{}, p, {8, 9}, "RTX 4090");
+    ASSERT_TRUE(ada.has_value()) << ada.status().to_string();
+    EXPECT_FALSE(ada->kernels.fp8_attention(p)) << precision_name(p);
+    EXPECT_EQ(run_switches_json(*ada)["attention-precision"], "bf16");
+    Expected<RunSwitches> generic = switches_for_gpu(given("kernels=generic"), p, {9, 0}, "H200");
+    ASSERT_TRUE(generic.has_value()) << generic.status().to_string();
+    EXPECT_FALSE(generic->kernels.fp8_attention(p)) << precision_name(p);
+  }
+  // bf16 keeps attention exact under fp8 linears; fp8 asks for it under bf16 linears too.
+  EXPECT_FALSE(given("attention-precision=bf16").kernels.fp8_attention(Precision::kFp8));
+  EXPECT_TRUE(given("attention-precision=fp8").kernels.fp8_attention(Precision::kBf16));
+  EXPECT_EQ(run_switches_json(RunSwitches{})["attention-precision"], "auto");
+  RunSwitches bad;
+  const Status s = set_run_switches(bad, "attention-precision=int8");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("auto, bf16 or fp8"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/quantize.h"
+#include "cuda/h3_narrow_model.h"
 #include "models/h3/block_forward.h"
 #include "models/h3/transformer.h"
 #include "support/compare.h"
@@ -82,6 +83,41 @@ TEST(H3QuantizedEmulation, TinyForwardMovesByTheQuantizationError) {
   EXPECT_LT(err[0], 8e-2);
   EXPECT_GT(err[1], err[0]);  // e4m3's 3 mantissa bits lose more than int8's per-row absmax
   EXPECT_LT(err[1], 2e-1);
+}
+
+// attention-precision=fp8's reference: every block's attention (the refiner's too: the GPU runs
+// every attention of head dim 128 in FP8) through the FP8 kernel's CPU emulation, on the narrow
+// model (real head width 128). It adds its own error to the linears' (P and V in e4m3), stays
+// within the GPU test's bound of f32, and emulate_quantization(bf16) takes it off again.
+TEST(H3QuantizedEmulation, Fp8AttentionJoinsTheLinearsOnTheNarrowModel) {
+  const h3::H3Config c = testing::quantizable_narrow_config();
+  const testing::Request r = testing::narrow_request(c);
+  const h3::H3Weights w = testing::scaled_host_weights(c);
+  const h3::ModulationTables tables = h3::compute_modulation_tables(w, r.timesteps);
+  Expected<h3::H3Outputs> f32 = h3::forward(w, r.in, tables);
+  ASSERT_TRUE(f32.has_value()) << f32.status().to_string();
+  auto error_to_f32 = [&](const h3::H3Weights& q, const char* what) {
+    Expected<h3::H3Outputs> out = h3::forward(q, r.in, tables);
+    EXPECT_TRUE(out.has_value()) << out.status().to_string();
+    if (!out) return 1.0;
+    const testing::Comparison v = testing::compare(out->video, f32->video), a = testing::compare(out->audio, f32->audio);
+    std::printf("narrow H3, %s vs f32: video rel_l2=%.3e audio rel_l2=%.3e\n", what, v.rel_l2, a.rel_l2);
+    EXPECT_TRUE(v.same_nonfinite && a.same_nonfinite) << what;
+    return std::max(v.rel_l2, a.rel_l2);
+  };
+  h3::H3Weights linears = w, both = w;
+  h3::emulate_quantization(linears, Precision::kFp8);
+  h3::emulate_quantization(both, Precision::kFp8, /*fp8_attention=*/true);
+  for (const auto* blocks : {&both.blocks, &both.refiner})
+    for (const h3::BlockWeights& b : *blocks) EXPECT_TRUE(b.attn.emulated_fp8);
+  EXPECT_FALSE(linears.blocks[0].attn.emulated_fp8);
+  const double e_linears = error_to_f32(linears, "fp8 linears"), e_both = error_to_f32(both, "fp8 linears + attention");
+  EXPECT_GT(e_linears, 1e-3);
+  EXPECT_GT(e_both, e_linears);  // the attention's e4m3 P and V add to the linears' error
+  EXPECT_LT(e_both, 3e-1);
+  h3::emulate_quantization(both, Precision::kBf16);
+  EXPECT_FALSE(both.refiner[0].attn.emulated_fp8);
+  EXPECT_FALSE(both.blocks[0].attn.emulated_fp8);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "core/attention_fp8_layout.h"
 #include "core/precision.h"
 #include "engine/bench_streaming.h"
 #include "engine/run_report.h"
@@ -132,14 +133,40 @@ TEST(Precision, PlanCommandShowsAndChecksIt) {
                             "scales"),
             std::string::npos)
       << fp8.output;
+  EXPECT_NE(fp8.output.find("; attention in FP8"), std::string::npos) << fp8.output;  // attention-precision=auto
+  const testing::CliResult exact = testing::run_orochi("plan --res 480p --precision fp8 --set attention-precision=bf16");
+  EXPECT_NE(exact.output.find("; attention in bf16"), std::string::npos) << exact.output;
   const testing::CliResult plain = testing::run_orochi("plan --res 480p");
-  EXPECT_NE(plain.output.find("precision: bf16 (as released)"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("precision: bf16 (as released)\n"), std::string::npos) << plain.output;
   const testing::CliResult json = testing::run_orochi("plan --res 480p --precision int8 --json", false);
   EXPECT_EQ(json.code, 0) << json.output;
   EXPECT_NE(json.output.find("\"precision\": \"int8\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"attention_precision\": \"bf16\""), std::string::npos) << json.output;
   const testing::CliResult bad = testing::run_orochi("plan --precision fp16");
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--precision takes bf16, fp8 or int8, got 'fp16'"), std::string::npos) << bad.output;
+}
+
+// FP8 attention's workspace is the kernel's codes and scales for the main attention over all rows
+// (core/attention_fp8_layout.h), ~(3 S) x heads x 128 bytes: 0.3 GiB at 480p, 0.8 GiB at 768p.
+TEST(Precision, Fp8AttentionPlansItsCodesAndScales) {
+  const h3::H3Config c = released();
+  for (const int64_t rows : {int64_t{15100}, int64_t{37966}}) {  // 480p and 768p, 124 frames, 256 text rows
+    RequestShape s;
+    s.rows = rows, s.text_rows = 256, s.video_rows = rows - 670, s.audio_rows = 414, s.timesteps = 2;
+    auto workspace = [&](bool fp8_attention) {
+      for (const BufferBytes& b : h3_request_buffers(c, s, ParallelLayout{}, {}, Precision::kFp8, fp8_attention))
+        if (b.name.find("attention workspace") != std::string::npos) return b;
+      return BufferBytes{};
+    };
+    const BufferBytes exact = workspace(false), fp8 = workspace(true);
+    const int64_t want = fp8_attention::fp8_attention_layout(c.num_attention_heads, s.rows, s.rows).bytes;
+    std::printf("S = %lld: attention workspace bf16 %.3f GiB, fp8 %.3f GiB\n", static_cast<long long>(rows),
+                exact.bytes / double(1 << 30), fp8.bytes / double(1 << 30));
+    EXPECT_EQ(fp8.bytes, aligned(static_cast<uint64_t>(want)) + 256) << rows;
+    EXPECT_EQ(fp8.name, "attention workspace (FP8 codes and scales)");
+    EXPECT_GT(fp8.bytes, exact.bytes) << rows;
+  }
 }
 
 // The quantized forward's request buffers (h3::gpu::arena_buffers, which the runner allocates and

@@ -3,9 +3,11 @@
 #  1. GPU tests: test_h3_gpu_precision (narrow model: fp8 / int8 vs bf16 GPU vs CPU f32, streamed
 #     fp8 blocks), test_engine_gpu_precision (the demo model through the engine in fp8 / int8 vs
 #     bf16: frames and waveform PSNR) and test_cuda_gemm_quantized (the GEMMs, chunked accumulators).
-#  2. Per resolution (default 480p 768p): `orochi bench dit --random-weights` at --precision bf16,
-#     fp8 and int8 on the same weights and request (seed), median forward time of each, then rel L2
-#     and cosine of the fp8 / int8 outputs against the bf16 output (compare_h3_precision.py).
+#  2. Per resolution (default 480p 768p): `orochi bench dit --random-weights` in each of VARIANTS
+#     (default "bf16 fp8 fp8lin int8": fp8 is --precision fp8 with FP8 attention, its default;
+#     fp8lin keeps attention bf16, --set attention-precision=bf16) on the same weights and request
+#     (seed), median forward time of each, then rel L2 and cosine of each output against the bf16
+#     output (compare_h3_precision.py).
 #  3. The error against depth at 480p (DEPTHS, default "1 10 25"; 50 is step 2): the same at fewer
 #     layers, so the profile shows how the quantization error grows block by block.
 # bf16's own distance (to diffusers bf16 on the same weights: 8.3e-3 at 480p, bench/RESULTS.md) is
@@ -33,12 +35,23 @@ for t in test_h3_gpu_precision test_engine_gpu_precision test_cuda_gemm_quantize
   grep -hE "^H3_PRECISION|^\[engine-gpu\]|Failure|FAILED  \]" "$OUT/logs/$t.log" | head -40
 done
 
-# One bench dit run: JSON line to $OUT/precision_bench.jsonl, its dump to $DUMP_DIR/<tag>_<precision>.
-bench() {  # tag precision extra-args...
+# A variant's bench dit flags.
+variant_args() {
+  case "$1" in
+    fp8lin) echo "--precision fp8 --set attention-precision=bf16" ;;
+    bf16attn8) echo "--precision bf16 --set attention-precision=fp8" ;;
+    *) echo "--precision $1" ;;
+  esac
+}
+VARIANTS=(${VARIANTS:-bf16 fp8 fp8lin int8})
+
+# One bench dit run: JSON line to $OUT/precision_bench.jsonl, its dump to $DUMP_DIR/<tag>_<variant>.
+bench() {  # tag variant extra-args...
   local tag=$1 precision=$2
   shift 2
   local start=$SECONDS
-  if ! gpu-dist/orochi bench dit --precision "$precision" --json --dump-outputs "$DUMP_DIR/${tag}_$precision.safetensors" "$@" \
+  # shellcheck disable=SC2046
+  if ! gpu-dist/orochi bench dit $(variant_args "$precision") --json --dump-outputs "$DUMP_DIR/${tag}_$precision.safetensors" "$@" \
       2> "$OUT/logs/bench_${tag}_$precision.err" > "$OUT/logs/bench_${tag}_$precision.json"; then
     echo "bench $tag $precision: FAILED"
     tail -5 "$OUT/logs/bench_${tag}_$precision.err"
@@ -64,22 +77,32 @@ ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print('%.3f' % (float(a) 
 resolutions=("$@")
 [ ${#resolutions[@]} -eq 0 ] && resolutions=(480p 768p)
 for res in "${resolutions[@]}"; do
-  for p in bf16 fp8 int8; do
+  for p in "${VARIANTS[@]}"; do
     bench "$res" "$p" --res "$res" --warmup "${WARMUP:-1}" --iters "${ITERS:-3}"
   done
-  b=$(median "$res" bf16) f=$(median "$res" fp8) i=$(median "$res" int8)
-  echo "PRECISION_TIME $res 50 layers: bf16 ${b} s, fp8 ${f} s (x$(ratio "$f" "$b")), int8 ${i} s (x$(ratio "$i" "$b"))"
-  for p in bf16 fp8 int8; do echo "PRECISION_MEM $res $p: $(memory "$res" "$p")"; done
+  b=$(median "$res" bf16)
+  line="PRECISION_TIME $res 50 layers: bf16 ${b} s"
+  dumps=()
+  for p in "${VARIANTS[@]}"; do
+    [ "$p" = bf16 ] && continue
+    v=$(median "$res" "$p")
+    line+=", $p ${v} s (x$(ratio "$v" "$b"))"
+    dumps+=("$DUMP_DIR/${res}_$p.safetensors")
+  done
+  echo "$line"
+  for p in "${VARIANTS[@]}"; do echo "PRECISION_MEM $res $p: $(memory "$res" "$p")"; done
   python3 scripts/device/compare_h3_precision.py --label "$res/50 layers" --bf16 "$DUMP_DIR/${res}_bf16.safetensors" \
-    "$DUMP_DIR/${res}_fp8.safetensors" "$DUMP_DIR/${res}_int8.safetensors" || status=1
+    "${dumps[@]}" || status=1
 done
 
 for layers in ${DEPTHS-1 10 25}; do
-  for p in bf16 fp8 int8; do
+  dumps=()
+  for p in "${VARIANTS[@]}"; do
     bench "480p_L$layers" "$p" --res 480p --layers "$layers" --warmup 0 --iters 1
+    [ "$p" = bf16 ] || dumps+=("$DUMP_DIR/480p_L${layers}_$p.safetensors")
   done
   python3 scripts/device/compare_h3_precision.py --label "480p/$layers layers" --bf16 "$DUMP_DIR/480p_L${layers}_bf16.safetensors" \
-    "$DUMP_DIR/480p_L${layers}_fp8.safetensors" "$DUMP_DIR/480p_L${layers}_int8.safetensors" || status=1
+    "${dumps[@]}" || status=1
 done
 
 # Optional (CAP_GIB=24, about 40 s more): fp8 at 768p with only the blocks a CAP_GIB GPU holds

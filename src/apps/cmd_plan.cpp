@@ -87,6 +87,7 @@ Expected<planner::PlanInput> parse_input(const Args& args, pipeline::Sampling& s
   Expected<Precision> precision = parse_precision(args.get("precision", "bf16"));
   if (!precision) return usage_error(precision.status().message());
   in.precision = *precision;
+  in.fp8_attention = options.switches.kernels.fp8_attention(in.precision);
   return in;
 }
 

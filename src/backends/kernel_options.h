@@ -3,7 +3,14 @@
 // the measured winners (bench/RESULTS.md); the others stay for side-by-side timing.
 #pragma once
 
+#include "core/precision.h"
+
 namespace orochi::backends {
+
+// Q·K^T and P·V of the denoiser's attention: bf16, or e4m3 with per-tile scales (Orochi's sm_90a
+// FP8 kernel, backends/cuda/attention_flash_fp8.h). auto: fp8 when the linears run fp8
+// (--precision fp8), bf16 otherwise; bf16 keeps attention exact while the linears run FP8.
+enum class AttentionPrecision { kAuto, kBf16, kFp8 };
 
 struct KernelOptions {
   // Attention of the denoiser: Orochi's sm_90a flash kernel where the shape and GPU allow it (else
@@ -23,6 +30,14 @@ struct KernelOptions {
   // --precision fp8 / int8: the norms and SwiGLU quantize the rows they write per token for the
   // quantized linear after them (same codes), or a separate quantize pass per linear (off).
   bool fused_quantization = true;
+  AttentionPrecision attention_precision = AttentionPrecision::kAuto;
+
+  // Whether the denoiser's attention runs in FP8 with linears in `linears`: the one place that
+  // resolves attention-precision=auto (runner, planner and report all ask here).
+  bool fp8_attention(Precision linears) const {
+    return attention_precision == AttentionPrecision::kFp8 ||
+           (attention_precision == AttentionPrecision::kAuto && linears == Precision::kFp8);
+  }
 };
 
 }  // namespace orochi::backends

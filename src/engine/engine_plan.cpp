@@ -348,6 +348,7 @@ Status Engine::plan_gpu(RunPlan& plan) const {
     in.text_encoder_tiers = planner::TierPolicy{/*peer=*/false, /*host=*/true, in.tiers.staging_slots};
     in.sp = options_.switches.sp;
     in.precision = options_.precision;
+    in.fp8_attention = options_.switches.kernels.fp8_attention(options_.precision);
     in.conditioner_precision = options_.switches.conditioner_precision;
     if (options_.gpus > 1 && options_.parallel == "auto") {  // the link decides between the layout and one GPU
       OROCHI_ASSIGN_OR_RETURN(in.gpus.peer_gbps, gpus.link_gbps(first_gpu_, options_.gpus));

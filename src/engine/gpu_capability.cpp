@@ -24,6 +24,8 @@ const HopperSwitch kHopperSwitches[] = {
     {"flash-pingpong", [](const RunSwitches&) { return true; }},
     {"flash-split-tail", [](const RunSwitches&) { return true; }},
     {"flash-rescale", [](const RunSwitches&) { return true; }},
+    {"attention-precision",
+     [](const RunSwitches& r) { return r.kernels.attention_precision == backends::AttentionPrecision::kFp8; }},
 };
 
 bool given(const RunSwitches& r, const char* name) { return std::find(r.given.begin(), r.given.end(), name) != r.given.end(); }
@@ -51,6 +53,8 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
                          "; drop it (the generic path runs cuDNN attention and cuBLASLt GEMMs)");
   out.kernels.flash_attention = false;
   out.kernels.gemm_sm90a = false;
+  // The FP8 attention kernel is sm_90a's; with --precision fp8 elsewhere, attention stays bf16.
+  out.kernels.attention_precision = backends::AttentionPrecision::kBf16;
   return out;
 }
 

@@ -81,6 +81,17 @@ const std::vector<Switch>& switches() {
                        "--precision fp8/int8: norms and SwiGLU write the next linear's per-token codes (off: a pass each)",
                        [](RunSwitches& r, const std::string& v) { r.kernels.fused_quantization = v == "on"; },
                        [](const RunSwitches& r) { return std::string(r.kernels.fused_quantization ? "on" : "off"); }));
+    t.push_back(choice("attention-precision", "OROCHI_ATTENTION_PRECISION", {"auto", "bf16", "fp8"},
+                       "the denoiser's attention GEMMs: auto (fp8 with --precision fp8, else bf16), bf16, or fp8 (sm_90a)",
+                       [](RunSwitches& r, const std::string& v) {
+                         using A = backends::AttentionPrecision;
+                         r.kernels.attention_precision = v == "fp8" ? A::kFp8 : v == "bf16" ? A::kBf16 : A::kAuto;
+                       },
+                       [](const RunSwitches& r) {
+                         using A = backends::AttentionPrecision;
+                         const A a = r.kernels.attention_precision;
+                         return std::string(a == A::kFp8 ? "fp8" : a == A::kBf16 ? "bf16" : "auto");
+                       }));
     t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
                        "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
                        [](RunSwitches& r, const std::string& v) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/attention_fp8_layout.h"
 #include "models/h3/parameters.h"
 #include "models/h3/request_buffers.h"
 #include "models/h3/tensor_parallel.h"
@@ -90,7 +91,8 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& c, const ParallelL
 }
 
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const RequestShape& s, const ParallelLayout& layout,
-                                            const dist::SequenceParallelOptions& sp, Precision precision) {
+                                            const dist::SequenceParallelOptions& sp, Precision precision,
+                                            bool fp8_attention) {
   const int tpn = layout.tp(), spn = layout.sp();
   // The GPU runner's own list (h3::gpu::arena_buffers) for TP rank 0, whose share is the largest
   // when the FFN width splits unevenly; its rows are the largest SP share (even, or by the
@@ -110,11 +112,15 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
   // Outside the list (each sized on the GPU by its library): one buffer for both attention kernels
   // (they run one at a time): cuDNN SDPA's softmax statistics per head and row, f32 (an estimate;
   // the GPU asks cuDNN), or the flash kernel's split last wave, at most one 128 x 128 f32 partial
-  // output (+ row stats) per SM of a 132-SM Hopper; the GEMM workspace; NCCL's channels.
+  // output (+ row stats) per SM of a 132-SM Hopper, or the FP8 kernel's codes and scales (exact,
+  // core/attention_fp8_layout.h); the GEMM workspace; NCCL's channels.
   const int64_t heads = c.num_attention_heads / (tpn * spn);
   constexpr uint64_t kFlashSplitBytes = 132 * (128 * 128 + 2 * 128) * 4;
-  b.push_back({PoolKind::kScratch, "attention workspace (estimate)",
-               std::max(buffer(heads * std::max(s.rows, s.text_rows) * 2, 4), kFlashSplitBytes) + kArenaAlignment});
+  uint64_t attention = std::max(buffer(heads * std::max(s.rows, s.text_rows) * 2, 4), kFlashSplitBytes);
+  if (fp8_attention)  // the main attention over all rows; the refiner's over the text rows is smaller
+    attention = std::max<uint64_t>(attention, fp8_attention::fp8_attention_layout(heads, s.rows, s.rows).bytes);
+  b.push_back({PoolKind::kScratch, fp8_attention ? "attention workspace (FP8 codes and scales)" : "attention workspace (estimate)",
+               attention + kArenaAlignment});
   b.push_back({PoolKind::kScratch, "cuBLASLt workspace", 32 * kMiB});  // GemmRunner::kDefaultWorkspaceBytes
   if (precision != Precision::kBf16)  // QuantizedGemmRunner::kDefaultWorkspaceBytes
     b.push_back({PoolKind::kScratch, "cuBLASLt workspace (quantized GEMMs)", 32 * kMiB});

@@ -36,10 +36,11 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const Para
 // (h3::gpu::arena_buffers, which it allocates) in the plan's pools, plus the workspaces and
 // communicator buffers outside it. `sp` holds the run's switches that change memory: the q/k/v
 // scheme (gathering rows adds a buffer) and row weights (the largest share sets the rows). fp8 /
-// int8 add the quantized linears' activation buffers and the quantized GEMM's workspace.
+// int8 add the quantized linears' activation buffers and the quantized GEMM's workspace;
+// `fp8_attention` sizes the attention workspace for the FP8 kernel's codes and scales.
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& config, const RequestShape& shape,
                                             const ParallelLayout& layout, const dist::SequenceParallelOptions& sp,
-                                            Precision precision = Precision::kBf16);
+                                            Precision precision = Precision::kBf16, bool fp8_attention = false);
 
 // Sum of h3_request_buffers for one GPU (layout none): what request_arena_bytes() gives, with the
 // attention workspace estimated (cuDNN reports its own only on a GPU).

@@ -68,6 +68,7 @@ nlohmann::json plan_json(const MemoryPlan& plan) {
                                {"audio_clip_rows", n.audio_clip_rows}};
   return {{"model", in.models.source},
           {"precision", precision_name(in.precision)},
+          {"attention_precision", in.fp8_attention ? "fp8" : "bf16"},
           {"conditioner_precision", precision_name(in.conditioner_precision)},
           {"request",
            {{"workflow", s.workflow},

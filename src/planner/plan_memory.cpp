@@ -104,7 +104,7 @@ PhaseSpec denoiser_phase(const PlanInput& in, const RequestShape& shape) {
   p.layout = in.layout;
   p.tiers = in.tiers;
   p.groups = h3_weight_groups(in.models.transformer, in.layout, in.precision);
-  p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout, in.sp, in.precision);
+  p.buffers = h3_request_buffers(in.models.transformer, shape, in.layout, in.sp, in.precision, in.fp8_attention);
   p.passes = shape.steps;
   p.notes.push_back("AdaLN projections stay in host RAM: streamed once per request to build the tables");
   p.notes.push_back("freed before decode; the latents go to the host");

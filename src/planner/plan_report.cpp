@@ -94,12 +94,14 @@ std::string plan_summary_line(const MemoryPlan& plan) {
   return format_printf("does not fit by %.2f GiB (%s)", to_gib(plan.shortfall), plan.tightest.c_str());
 }
 
-// "precision: fp8 (...)": what --precision holds in lower precision.
-static std::string precision_line(Precision precision) {
-  if (precision == Precision::kBf16) return "precision: bf16 (as released)\n";
+// "precision: fp8 (...)": what --precision holds in lower precision, and the attention's.
+static std::string precision_line(Precision precision, bool fp8_attention) {
+  const char* attention = fp8_attention ? "; attention in FP8 (e4m3 Q, K, V and P with per-tile scales)" : "";
+  if (precision == Precision::kBf16) return format_printf("precision: bf16 (as released)%s\n", attention);
   return format_printf("precision: %s (the transformer blocks' linears as %s codes + per-channel f32 scales, the rest "
-                       "as released)\n",
-                       precision_name(precision), dtype_name(precision_weight_dtype(precision)));
+                       "as released)%s\n",
+                       precision_name(precision), dtype_name(precision_weight_dtype(precision)),
+                       fp8_attention ? attention : "; attention in bf16");
 }
 
 std::string plan_text(const MemoryPlan& plan) {
@@ -118,7 +120,7 @@ std::string plan_text(const MemoryPlan& plan) {
   if (in.text_encoder_tiers) out += "; text encoder: " + tiers_text(*in.text_encoder_tiers);
   out += "\npacked sequence: " + rows_line(plan.shape) + "\n";
   out += "no weights were loaded: sizes come from the configs\n";
-  out += precision_line(in.precision);
+  out += precision_line(in.precision, in.fp8_attention);
   if (plan.pre_overlap)
     out += format_printf("pre: the reference encode (GPU%s) and the text encoder (GPU %d) run at the same time; the "
                          "media decode before them is CPU work\n",

@@ -101,6 +101,9 @@ struct PlanInput {
   // The denoiser's linears (--precision): fp8 / int8 hold the blocks' linears as 1-byte codes and
   // per-channel scales, and the plan counts those bytes.
   Precision precision = Precision::kBf16;
+  // FP8 attention (backends::KernelOptions::fp8_attention: attention-precision, auto with fp8
+  // linears): its codes and scales join the attention workspace.
+  bool fp8_attention = false;
   // The conditioner's text-stack linears (--set conditioner-precision; engine/run_switches.h): the
   // text-encoder phase counts their codes and scales the same way.
   Precision conditioner_precision = Precision::kBf16;

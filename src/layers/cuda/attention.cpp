@@ -20,28 +20,36 @@ Expected<size_t> AttentionRunner::workspace_bytes(std::span<const cuda::Attentio
     OROCHI_ASSIGN_OR_RETURN(size_t flash_ws, cuda::flash_attention_workspace_bytes());
     bytes = std::max(bytes, flash_ws);
   }
+  for (const cuda::AttentionShape& shape : shapes)  // so do the FP8 kernel's codes and scales
+    if (runs_fp8(shape)) bytes = std::max(bytes, cuda::flash_attention_fp8_workspace_bytes(shape));
   return bytes;
 }
 
 Status AttentionRunner::set_workspace(void* workspace, size_t bytes) {
   OROCHI_RETURN_IF_ERROR(cudnn_->set_external_workspace(workspace, bytes));
-  flash_options_.workspace = workspace;
-  flash_options_.workspace_bytes = bytes;
+  flash_options_.workspace = fp8_options_.workspace = workspace;
+  flash_options_.workspace_bytes = fp8_options_.workspace_bytes = bytes;
   return Status::ok();
 }
 
 void AttentionRunner::release_workspace() {
-  flash_options_.workspace = nullptr;
-  flash_options_.workspace_bytes = 0;
+  flash_options_.workspace = fp8_options_.workspace = nullptr;
+  flash_options_.workspace_bytes = fp8_options_.workspace_bytes = 0;
+}
+
+bool AttentionRunner::runs_fp8(const cuda::AttentionShape& shape) const {
+  return fp8_ && cuda::flash_attention_fp8_unsupported_reason(shape).empty();
 }
 
 Status AttentionRunner::attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape) {
+  if (runs_fp8(shape)) return cuda::flash_attention_fp8(q, k, v, o, shape, stream_, fp8_options_);
   if (flash_ && cuda::flash_attention_unsupported_reason(shape).empty())
     return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
   return cudnn_->run(q, k, v, o, shape, stream_);
 }
 
 std::string AttentionRunner::kernel_for(const cuda::AttentionShape& shape) const {
+  if (runs_fp8(shape)) return "flash-fp8-sm90a";
   return flash_ && cuda::flash_attention_unsupported_reason(shape).empty() ? "flash-sm90a" : "cudnn";
 }
 

@@ -1,6 +1,7 @@
-// Self-attention on one stream through Orochi's Hopper (sm_90a) flash kernel where it was chosen
-// (attention=flash) and the shape fits it, else cuDNN's fused SDPA. Both share one workspace that
-// the model's request arena provides: attention calls run one at a time on the stream.
+// Self-attention on one stream through Orochi's Hopper (sm_90a) kernels where they were chosen and
+// the shape fits them: the FP8 kernel (attention-precision, issue 25), else the bf16 flash kernel
+// (attention=flash), else cuDNN's fused SDPA. All share one workspace that the model's request
+// arena provides: attention calls run one at a time on the stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,6 +12,7 @@
 
 #include "backends/cuda/attention_cudnn.h"
 #include "backends/cuda/attention_flash.h"
+#include "backends/cuda/attention_flash_fp8.h"
 #include "core/status.h"
 
 namespace orochi::layers::gpu {
@@ -18,7 +20,8 @@ namespace orochi::layers::gpu {
 class AttentionRunner {
  public:
   AttentionRunner() = default;
-  AttentionRunner(bool flash, const cuda::FlashAttentionOptions& options) : flash_(flash), flash_options_(options) {}
+  AttentionRunner(bool flash, const cuda::FlashAttentionOptions& options, bool fp8 = false)
+      : flash_(flash), fp8_(fp8), flash_options_(options) {}
 
   // A fresh cuDNN attention on `stream`: plans prepared for an earlier request's shapes may want
   // more workspace than the next reservation offers. Forgets nothing of the flash options.
@@ -26,8 +29,9 @@ class AttentionRunner {
   // Destroys the cuDNN attention (before the stream it runs on goes).
   void destroy() { cudnn_.reset(); }
 
-  // The workspace the largest of `shapes` needs (q, k, v, o bf16 [s, heads * head_dim]), and the
-  // flash kernel's split last wave when flash is on. cuDNN builds each shape's plan here.
+  // The workspace the largest of `shapes` needs (q, k, v, o bf16 [s, heads * head_dim]), the flash
+  // kernel's split last wave when flash is on, and the FP8 kernel's codes and scales when fp8 is on.
+  // cuDNN builds each shape's plan here.
   Expected<size_t> workspace_bytes(std::span<const cuda::AttentionShape> shapes);
   // Device memory of `bytes` for both kernels (a slice of the caller's arena), until release_workspace().
   Status set_workspace(void* workspace, size_t bytes);
@@ -35,12 +39,16 @@ class AttentionRunner {
 
   // o = softmax(q · k^T / sqrt(d)) · v, per head: q, o [s_q, heads * d], k, v [s_kv, heads * d].
   Status attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape);
-  // Which kernel a shape runs on: "flash-sm90a" or "cudnn".
+  // Which kernel a shape runs on: "flash-fp8-sm90a", "flash-sm90a" or "cudnn".
   std::string kernel_for(const cuda::AttentionShape& shape) const;
 
  private:
+  bool runs_fp8(const cuda::AttentionShape& shape) const;
+
   bool flash_ = true;
+  bool fp8_ = false;
   cuda::FlashAttentionOptions flash_options_;
+  cuda::FlashAttentionFp8Options fp8_options_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<cuda::CudnnAttention> cudnn_;
 };

@@ -1,8 +1,11 @@
 #include "models/h3/block_forward.h"
 
+#include <span>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/attention_fp8.h"
+#include "core/dtype.h"
 #include "core/quantize.h"
 
 namespace orochi::h3 {
@@ -12,12 +15,29 @@ void notify(const H3Observer& observer, const std::string& name, const Tensor& t
   if (observer) observer(name, t);
 }
 
+// The GPU's FP8 attention on the CPU: q, k, v [S, heads, 128] rounded to bf16 (what the kernel's
+// pre-pass reads), quantized and attended as backends/cpu/attention_fp8.h does -> f32 [S, heads, 128].
+Tensor fp8_attention_emulated(const Qkv& qkv) {
+  OROCHI_CHECK(qkv.q.dim(2) == fp8_attention::kHeadDim, "the FP8 attention emulation needs head dim 128, got ",
+               qkv.q.dim(2));
+  auto bf16 = [](const Tensor& t) {
+    Tensor r = t.contiguous().clone();
+    for (float& x : std::span<float>(r.data<float>(), static_cast<size_t>(r.numel()))) x = round_to_bf16(x);
+    return r;
+  };
+  const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(bf16(qkv.q), bf16(qkv.k), bf16(qkv.v));
+  std::vector<int64_t> heads(static_cast<size_t>(qkv.q.dim(1)));
+  for (size_t h = 0; h < heads.size(); ++h) heads[h] = static_cast<int64_t>(h);
+  return cpu::attention_fp8_emulated(ops, heads);
+}
+
 // Self-attention over all rows of x [S, H]; RoPE only when a table is given (not in the refiner).
 Tensor self_attention(const Tensor& x, const AttentionWeights& a, const H3Config& c, const cpu::RopeTable* rope) {
   const int64_t S = x.dim(0), heads = c.num_attention_heads, hd = c.attention_head_dim;
   const Qkv qkv = project_qkv(x, a, heads, c, rope);
-  Tensor o = cpu::attention(qkv.q, qkv.k, qkv.v).view({S, heads * hd});  // [S, inner]
-  return apply_linear(o, a.to_out);                                      // [S, H]
+  const Tensor o = (a.emulated_fp8 ? fp8_attention_emulated(qkv) : cpu::attention(qkv.q, qkv.k, qkv.v))
+                       .view({S, heads * hd});  // [S, inner]
+  return apply_linear(o, a.to_out);             // [S, H]
 }
 
 Tensor feed_forward(const Tensor& x, const BlockWeights& b) {

@@ -155,7 +155,7 @@ Expected<std::optional<QkvOrder>> parse_qkv_order(const std::string& text) {
   return usage_error("--qkv-order takes auto, interleaved or thirds, got '" + text + "'");
 }
 
-void emulate_quantization(H3Weights& weights, Precision precision) {
+void emulate_quantization(H3Weights& weights, Precision precision, bool fp8_attention) {
   // Every block linear asks the one list (is_quantized_linear) by its diffusers name.
   auto mark = [&](std::vector<BlockWeights>& blocks, const std::string& prefix) {
     for (size_t i = 0; i < blocks.size(); ++i) {
@@ -168,6 +168,7 @@ void emulate_quantization(H3Weights& weights, Precision precision) {
         l->emulated_codes = precision != Precision::kBf16 && is_quantized_linear(p + name + ".weight")
                                 ? precision_weight_dtype(precision)
                                 : DType::kF32;
+      b.attn.emulated_fp8 = fp8_attention;
     }
   };
   mark(weights.refiner, "token_refiner.refiner_blocks.");

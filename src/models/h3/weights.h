@@ -38,6 +38,9 @@ struct LinearWeights {
 struct AttentionWeights {
   LinearWeights to_q, to_k, to_v, to_out;
   Tensor norm_q, norm_k;  // [head_dim]
+  // CPU forward only: attention as the GPU's FP8 kernel computes it (cpu::attention_fp8_emulated
+  // of bf16 q, k, v; emulate_quantization); false, the default, is the f32 softmax attention.
+  bool emulated_fp8 = false;
 };
 
 struct BlockWeights {
@@ -100,8 +103,10 @@ Expected<std::optional<QkvOrder>> parse_qkv_order(const std::string& text);
 
 // The CPU reference of --precision fp8 / int8 (for tests): every linear the GPU quantizes
 // (is_quantized_linear) runs as core/quantize.h's quantized_linear of its input and weight, each
-// rounded to bf16 first (as the GPU holds them) and quantized per row; the rest stays f32.
-void emulate_quantization(H3Weights& weights, Precision precision);
+// rounded to bf16 first (as the GPU holds them) and quantized per row; the rest stays f32. With
+// `fp8_attention` every block's attention (refiner and main; head dim 128) runs as the FP8 kernel's
+// CPU reference too (backends/cpu/attention_fp8.h).
+void emulate_quantization(H3Weights& weights, Precision precision, bool fp8_attention = false);
 
 // Deterministic random weights (the built-in demo model): N(0, 0.2) matrices, N(0, 0.05) biases,
 // 1 + N(0, 0.1) norm weights, from `seed`.

@@ -46,6 +46,10 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
     return unsupported(std::string("--precision ") + precision_name(options.precision) +
                        " runs the denoiser on one GPU for now (issue 25); use --gpus 1, or --precision bf16 on " +
                        std::to_string(rank.world_size()) + " GPUs");
+  const bool fp8_attention = options.kernels.fp8_attention(options.precision);
+  if (fp8_attention && rank.world_size() > 1)
+    return unsupported("FP8 attention runs the denoiser on one GPU for now (issue 25); use --gpus 1, or "
+                       "--set attention-precision=bf16 on " + std::to_string(rank.world_size()) + " GPUs");
   std::unique_ptr<H3GpuRunner> r(new H3GpuRunner());
   r->streaming_ = streaming;
   r->config_ = config;
@@ -54,7 +58,8 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->device_ = device;
   r->split_sp_attention_ = options.sp.split_attention;
   r->gather_sp_rows_ = sp_gathers_rows(config, rank.tp_size, rank.sp_size, options.sp.qkv);
-  r->attention_ = layers::gpu::AttentionRunner(options.kernels.flash_attention, cuda::flash_attention_options(options.kernels));
+  r->attention_ = layers::gpu::AttentionRunner(options.kernels.flash_attention, cuda::flash_attention_options(options.kernels),
+                                               fp8_attention);
   r->gemm_sm90a_ = options.kernels.gemm_sm90a;
   r->qk_norm_items_ = options.kernels.qk_norm_items;
   r->fused_quantization_ = options.kernels.fused_quantization;
