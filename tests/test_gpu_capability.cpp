@@ -40,7 +40,7 @@ TEST(GpuCapability, DefaultsTakeTheHopperKernelsOnlyOn90) {
 
 TEST(GpuCapability, HopperSwitchesAreRefusedElsewhereWithTheGpuNamed) {
   for (const char* list : {"attention=flash", "gemm=sm90a", "flash-kv-block=176", "flash-rescale=eager",
-                           "attention-precision=fp8"}) {
+                           "attention-precision=fp8", "fp8-attention-promote=0"}) {
     for (const ComputeCapability cc : {ComputeCapability{8, 0}, {8, 6}, {8, 9}}) {
       Expected<RunSwitches> s = switches_for_gpu(given(list), Precision::kBf16, cc, "NVIDIA GeForce RTX 3090");
       ASSERT_FALSE(s.has_value()) << list << " on " << cc.to_string();

@@ -92,6 +92,10 @@ const std::vector<Switch>& switches() {
                          const A a = r.kernels.attention_precision;
                          return std::string(a == A::kFp8 ? "fp8" : a == A::kBf16 ? "bf16" : "auto");
                        }));
+    t.push_back(choice("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "0"},
+                       "FP8 attention: each key tile's P V summed in f32 (1), or in the FP8 MMA's accumulator (0)",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_promote = v == "1"; },
+                       [](const RunSwitches& r) { return on_off(r.kernels.fp8_attention_promote); }));
     t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
                        "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
                        [](RunSwitches& r, const std::string& v) {

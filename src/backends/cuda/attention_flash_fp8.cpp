@@ -36,6 +36,13 @@ Status check_call(const AttentionShape& shape, const FlashAttentionFp8Options& o
 
 }  // namespace
 
+FlashAttentionFp8Options flash_attention_fp8_options(const backends::KernelOptions& kernels) {
+  FlashAttentionFp8Options o;
+  o.pingpong = kernels.flash_pingpong;
+  o.promote_pv = kernels.fp8_attention_promote;
+  return o;
+}
+
 std::string flash_attention_fp8_unsupported_reason(const AttentionShape& s) {
   if (s.head_dim != fp8_attention::kHeadDim)
     return "head dim " + std::to_string(s.head_dim) + " (the kernel is built for 128)";

@@ -7,7 +7,7 @@
 // heads, 128], o [S_q, heads, 128], contiguous bf16, 16-byte aligned, non-causal, heads == kv heads.
 //
 // Stateless and graph-capturable: the caller owns the workspace (flash_attention_fp8_workspace_bytes).
-// Not yet wired into AttentionRunner or the engine's precision switch (phase 2).
+// The engine runs it through layers::gpu::AttentionRunner (attention-precision, engine/run_switches.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "backends/cuda/attention_cudnn.h"
+#include "backends/kernel_options.h"
 #include "core/status.h"
 
 namespace orochi::cuda {
@@ -32,6 +33,9 @@ struct FlashAttentionFp8Options {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
+
+// The FP8 kernel's variants the engine's switches chose (workspace left empty).
+FlashAttentionFp8Options flash_attention_fp8_options(const backends::KernelOptions& kernels);
 
 // The pre-pass alone: q, k, v -> the workspace's codes and scales.
 Status flash_attention_fp8_quantize(const void* q, const void* k, const void* v, const AttentionShape& shape,

@@ -20,8 +20,9 @@ namespace orochi::layers::gpu {
 class AttentionRunner {
  public:
   AttentionRunner() = default;
-  AttentionRunner(bool flash, const cuda::FlashAttentionOptions& options, bool fp8 = false)
-      : flash_(flash), fp8_(fp8), flash_options_(options) {}
+  AttentionRunner(bool flash, const cuda::FlashAttentionOptions& options, bool fp8 = false,
+                  const cuda::FlashAttentionFp8Options& fp8_options = {})
+      : flash_(flash), fp8_(fp8), flash_options_(options), fp8_options_(fp8_options) {}
 
   // A fresh cuDNN attention on `stream`: plans prepared for an earlier request's shapes may want
   // more workspace than the next reservation offers. Forgets nothing of the flash options.

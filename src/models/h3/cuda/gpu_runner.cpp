@@ -59,7 +59,7 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->split_sp_attention_ = options.sp.split_attention;
   r->gather_sp_rows_ = sp_gathers_rows(config, rank.tp_size, rank.sp_size, options.sp.qkv);
   r->attention_ = layers::gpu::AttentionRunner(options.kernels.flash_attention, cuda::flash_attention_options(options.kernels),
-                                               fp8_attention);
+                                               fp8_attention, cuda::flash_attention_fp8_options(options.kernels));
   r->gemm_sm90a_ = options.kernels.gemm_sm90a;
   r->qk_norm_items_ = options.kernels.qk_norm_items;
   r->fused_quantization_ = options.kernels.fused_quantization;
