@@ -134,6 +134,9 @@ TEST(Precision, PlanCommandShowsAndChecksIt) {
             std::string::npos)
       << fp8.output;
   EXPECT_NE(fp8.output.find("; attention in FP8"), std::string::npos) << fp8.output;  // attention-precision=auto
+  // Every pool of the denoiser phase on its own line, however long the one before it.
+  EXPECT_NE(fp8.output.find("\n    scratch "), std::string::npos) << fp8.output;
+  EXPECT_NE(fp8.output.find("\n    request state "), std::string::npos) << fp8.output;
   const testing::CliResult exact = testing::run_orochi("plan --res 480p --precision fp8 --set attention-precision=bf16");
   EXPECT_NE(exact.output.find("; attention in bf16"), std::string::npos) << exact.output;
   const testing::CliResult plain = testing::run_orochi("plan --res 480p");
@@ -204,6 +207,12 @@ TEST(Precision, TheCpuRefusesQuantizedRuns) {
     EXPECT_NE(r.output.find("runs the denoiser's quantized linears on a GPU"), std::string::npos) << cmd << "\n" << r.output;
     EXPECT_NE(r.output.find("--device cuda"), std::string::npos) << cmd << "\n" << r.output;
   }
+  // FP8 attention alone (bf16 linears) is the GPU's too, and one GPU's for now: refused before any weight.
+  const testing::CliResult attention = testing::run_orochi("generate --set attention-precision=fp8");
+  EXPECT_EQ(attention.code, 1) << attention.output;
+  EXPECT_NE(attention.output.find("attention-precision=fp8 runs Orochi's FP8 attention kernel on a Hopper GPU"),
+            std::string::npos)
+      << attention.output;
   const testing::CliResult bench = testing::run_orochi("bench dit --precision int8");
   EXPECT_EQ(bench.code, 1) << bench.output;
   EXPECT_EQ(bench.output.find("bf16 only"), std::string::npos) << bench.output;

@@ -6,12 +6,22 @@
 namespace orochi {
 
 std::string format_printf(const char* fmt, ...) {
-  char buf[512];
+  // Sized by a first pass: a plan's pool lines run to thousands of characters, and a fixed buffer
+  // cut them short (the next line then ran on after the cut).
   va_list args;
   va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
   va_end(args);
-  return buf;
+  std::string out;
+  if (n > 0) {
+    out.resize(static_cast<size_t>(n) + 1);
+    std::vsnprintf(out.data(), out.size(), fmt, again);
+    out.resize(static_cast<size_t>(n));
+  }
+  va_end(again);
+  return out;
 }
 
 std::string format_bytes(uint64_t bytes) {

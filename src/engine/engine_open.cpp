@@ -221,6 +221,13 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
                        precision_name(options.switches.conditioner_precision) +
                        " runs the text encoder's quantized linears on a GPU; the CPU path computes in f32: add "
                        "--device cuda, or drop the switch");
+  if (options.switches.kernels.attention_precision == backends::AttentionPrecision::kFp8 && !e->on_gpu_)
+    return unsupported("--set attention-precision=fp8 runs Orochi's FP8 attention kernel on a Hopper GPU; the CPU path "
+                       "computes in f32: add --device cuda, or drop the switch");
+  if (options.switches.kernels.fp8_attention(options.precision) && options.precision == Precision::kBf16 &&
+      options.gpus > 1)
+    return unsupported("--set attention-precision=fp8 runs on one GPU for now (issue 25): use --gpus 1, or drop the switch "
+                       "on " + std::to_string(options.gpus) + " GPUs");
   if (options.precision != Precision::kBf16 && options.gpus > 1)
     return unsupported(std::string("--precision ") + precision_name(options.precision) +
                        " runs on one GPU for now (issue 25): use --gpus 1, or --precision bf16 on " +
