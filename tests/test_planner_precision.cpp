@@ -124,6 +124,12 @@ TEST(Precision, BenchStreamingPlansAtThePrecision) {
   std::printf("24 GiB, 768p bench: %d of 50 blocks streamed in bf16, %d in fp8\n", bf16->count(), fp8->count());
   EXPECT_GT(fp8->count(), 0);
   EXPECT_LT(fp8->count(), bf16->count());
+  // FP8 attention's codes (0.78 GiB at 768p) are planned too: the same cap keeps no more blocks.
+  Expected<engine::StreamingChoice> attn =
+      engine::plan_streaming(c, "1344x768", 124, 256, 24, "host", 2, Precision::kFp8, /*fp8_attention=*/true);
+  ASSERT_TRUE(attn.has_value()) << attn.status().to_string();
+  std::printf("24 GiB, 768p bench: %d blocks streamed in fp8 with FP8 attention\n", attn->count());
+  EXPECT_GE(attn->count(), fp8->count());
 }
 
 TEST(Precision, PlanCommandShowsAndChecksIt) {

@@ -12,7 +12,7 @@ int StreamingChoice::count() const {
 
 Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
                                          int64_t text_rows, double vram_gib, const std::string& tier, int slots,
-                                         Precision precision) {
+                                         Precision precision, bool fp8_attention) {
   if (tier != "host" && tier != "peer") return invalid_argument("--tier must be host or peer, got '" + tier + "'");
   if (slots < 1 || slots > 8) return invalid_argument("--slots must be in [1, 8]");
   if (vram_gib <= 0) return invalid_argument("--vram-per-gpu must be a positive number of GiB");
@@ -21,6 +21,7 @@ Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::
   in.models.transformer = config;
   in.models.text_layers = 0;  // the bench runs the denoiser alone
   in.precision = precision;
+  in.fp8_attention = fp8_attention;  // its codes' workspace is part of what must fit
   planner::PlanRequest base;
   base.frames = frames;
   base.text_rows = text_rows;

@@ -23,9 +23,10 @@ struct StreamingChoice {
 };
 
 // `canvas` is "WxH"; `text_rows` and `frames` as the bench request; `precision` the blocks' linears
-// (fp8 / int8 blocks take about half the bytes, so fewer stream).
+// (fp8 / int8 blocks take about half the bytes, so fewer stream); `fp8_attention` the run's
+// resolved attention-precision (backends::KernelOptions::fp8_attention), whose workspace counts.
 Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
                                          int64_t text_rows, double vram_gib, const std::string& tier, int slots,
-                                         Precision precision = Precision::kBf16);
+                                         Precision precision = Precision::kBf16, bool fp8_attention = false);
 
 }  // namespace orochi::engine

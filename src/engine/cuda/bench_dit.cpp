@@ -161,7 +161,8 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
       return unsupported("--vram-per-gpu plans its streaming for a t2va request; drop --refs or --vram-per-gpu");
     if (o.gpus != 1) return unsupported("--vram-per-gpu streams one GPU's weights; use it with --gpus 1");
     OROCHI_ASSIGN_OR_RETURN(streaming, plan_streaming(config, o.res, o.frames, o.text_rows, *o.vram_per_gpu_gib,
-                                                      o.tier, o.slots, o.precision));
+                                                      o.tier, o.slots, o.precision,
+                                                      switches.kernels.fp8_attention(o.precision)));
     weight_streaming = {streaming->streamed, streaming->slots,
                         streaming->peer ? h3::gpu::WeightTier::kPeer : h3::gpu::WeightTier::kHost, o.device + 1};
     std::snprintf(line, sizeof line, "%d of %lld blocks stream from %s through %d slots (planned for %.1f GiB)",
