@@ -139,6 +139,21 @@ TEST(AttentionFp8Cpu, EmulationErrorOnDitLikeInputs) {
     EXPECT_LT(c.rel_l2, 0.11) << c.summary();
     EXPECT_GT(c.cosine, 0.994) << c.summary();
   }
+  // The mma row sums (fp8-attention-sums=mma) divide by the sum of P's e4m3 codes, the weights the
+  // numerator uses: as close to exact as the f32 sums, and a different result (the sums were used).
+  {
+    const DitLikeInputs in = dit_like(300, 1100, 2, 17, 0.f);
+    const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(in.q, in.k, in.v);
+    const Tensor exact = cpu::attention(in.q, in.k, in.v);
+    const Tensor f32_sums = cpu::attention_fp8_emulated(ops, {0, 1});
+    const Tensor code_sums = cpu::attention_fp8_emulated(ops, {0, 1}, {}, cpu::Fp8RowSums::kCodes);
+    const testing::Comparison a = testing::compare(f32_sums, exact), b = testing::compare(code_sums, exact),
+                              between = testing::compare(code_sums, f32_sums);
+    std::printf("FP8_ATTN_CPU sums of codes vs exact %.3e (sums of exponentials %.3e; between them %.3e)\n", b.rel_l2,
+                a.rel_l2, between.rel_l2);
+    EXPECT_GT(between.rel_l2, 1e-5);
+    EXPECT_LT(b.rel_l2, 1.1 * a.rel_l2);
+  }
   // A row subset of one head is the same numbers as the full run's.
   const DitLikeInputs in = dit_like(130, 200, 2, 3, 1.f);
   const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(in.q, in.k, in.v);

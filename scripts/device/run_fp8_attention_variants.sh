@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # On the device machine, one H200 (issue 25), one call: the FP8 attention kernel's variants.
 #  1. test_cuda_flash_attention_fp8: accuracy vs the CPU emulation and the timing table
-#     (FP8_ATTN_TIME lines: bf16, FP8 with and without the pre-pass, P V promoted or not).
+#     (FP8_ATTN_TIME lines: bf16, FP8 with and without the pre-pass, P V promoted or not, the
+#     softmax denominators from an MMA against ones or not).
 #  2. `orochi bench dit --precision fp8` at 768p (RES) with the kernel's variants as run switches
-#     (VARIANTS, default "promoted unpromoted": fp8-attention-promote=1|0), the same weights and
-#     request, median forward of each, and each output against the first's (compare_h3_precision.py).
+#     (VARIANTS, default "promoted unpromoted mma-sums mma-sums-unpromoted": fp8-attention-promote=1|0,
+#     fp8-attention-sums=f32|mma), the same weights and request, median forward of each, and each
+#     output against the first's (compare_h3_precision.py).
 # (Session 18 also timed a softmax with a quarter / half of its exp2 on the FMA pipe, FlashAttention-4's
 # trick: no faster, 804 / 774 vs 807 TFLOP/s; the SFU is not this kernel's limit. Taken out again.)
 #  3. LONG=1: 1344x768x345 with 10 layers, bf16 vs fp8 (issue 25's third speed goal, <= 0.55x).
@@ -34,8 +36,9 @@ bench() {  # tag args...
     echo "bench $tag: FAILED"; tail -3 "$OUT/logs/bench_$tag.err"; status=1; return 1; }
 }
 
-declare -A flags=([promoted]="" [unpromoted]="--set fp8-attention-promote=0")
-variants=(${VARIANTS:-promoted unpromoted})
+declare -A flags=([promoted]="" [unpromoted]="--set fp8-attention-promote=0" [mma-sums]="--set fp8-attention-sums=mma"
+                  [mma-sums-unpromoted]="--set fp8-attention-sums=mma,fp8-attention-promote=0")
+variants=(${VARIANTS:-promoted unpromoted mma-sums mma-sums-unpromoted})
 dumps=()
 for v in "${variants[@]}"; do
   # shellcheck disable=SC2086

@@ -5,7 +5,8 @@
 #     bf16: frames and waveform PSNR) and test_cuda_gemm_quantized (the GEMMs, chunked accumulators).
 #  2. Per resolution (default 480p 768p): `orochi bench dit --random-weights` in each of VARIANTS
 #     (default "bf16 fp8 fp8lin int8": fp8 is --precision fp8 with FP8 attention, its default;
-#     fp8lin keeps attention bf16, --set attention-precision=bf16) on the same weights and request
+#     fp8lin keeps attention bf16, --set attention-precision=bf16; also bf16attn8: bf16 linears with
+#     FP8 attention, fp8fast: fp8 with --set fp8-gemm-accum=fast) on the same weights and request
 #     (seed), median forward time of each, then rel L2 and cosine of each output against the bf16
 #     output (compare_h3_precision.py).
 #  3. The error against depth at 480p (DEPTHS, default "1 10 25"; 50 is step 2): the same at fewer
@@ -40,6 +41,7 @@ variant_args() {
   case "$1" in
     fp8lin) echo "--precision fp8 --set attention-precision=bf16" ;;
     bf16attn8) echo "--precision bf16 --set attention-precision=fp8" ;;
+    fp8fast) echo "--precision fp8 --set fp8-gemm-accum=fast" ;;
     *) echo "--precision $1" ;;
   esac
 }

@@ -30,11 +30,19 @@ struct KernelOptions {
   // --precision fp8 / int8: the norms and SwiGLU quantize the rows they write per token for the
   // quantized linear after them (same codes), or a separate quantize pass per linear (off).
   bool fused_quantization = true;
+  // --precision fp8: cuBLASLt's FP8 GEMMs with CUBLASLT_MATMUL_DESC_FAST_ACCUM (the MMA's partial
+  // sums not promoted to f32 every few K steps): 8-9% faster per block's linears on an H200 at the
+  // same per-GEMM error next to e4m3's rounding (bench/RESULTS.md, FP8 and INT8 GEMMs). Off until
+  // measured in the whole forward.
+  bool fp8_gemm_fast_accum = false;
   AttentionPrecision attention_precision = AttentionPrecision::kAuto;
   // The FP8 attention kernel's P V: each key tile's product promoted to an f32 sum (the default:
   // the tensor cores' FP8 accumulator keeps fewer bits), or accumulated in place (7% faster kernel,
   // 8.9e-2 instead of 5.3e-2 from exact at 106k keys; bench/RESULTS.md session 18).
   bool fp8_attention_promote = true;
+  // Its softmax denominators: f32 sums of the exponentials (the default), or sums of P's e4m3 codes
+  // computed by the tensor cores (one m64n8 MMA against ones per key tile: no per-score add).
+  bool fp8_attention_mma_sums = false;
 
   // Whether the denoiser's attention runs in FP8 with linears in `linears`: the one place that
   // resolves attention-precision=auto (runner, planner and report all ask here).

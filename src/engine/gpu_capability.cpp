@@ -25,6 +25,7 @@ const HopperSwitch kHopperSwitches[] = {
     {"flash-split-tail", [](const RunSwitches&) { return true; }},
     {"flash-rescale", [](const RunSwitches&) { return true; }},
     {"fp8-attention-promote", [](const RunSwitches&) { return true; }},
+    {"fp8-attention-sums", [](const RunSwitches&) { return true; }},
     {"attention-precision",
      [](const RunSwitches& r) { return r.kernels.attention_precision == backends::AttentionPrecision::kFp8; }},
 };

@@ -92,10 +92,18 @@ const std::vector<Switch>& switches() {
                          const A a = r.kernels.attention_precision;
                          return std::string(a == A::kFp8 ? "fp8" : a == A::kBf16 ? "bf16" : "auto");
                        }));
+    t.push_back(choice("fp8-gemm-accum", "OROCHI_FP8_GEMM_ACCUM", {"promoted", "fast"},
+                       "--precision fp8: cuBLASLt's FP8 GEMMs promote their partial sums to f32, or not (fast)",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_gemm_fast_accum = v == "fast"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.fp8_gemm_fast_accum ? "fast" : "promoted"); }));
     t.push_back(choice("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "0"},
                        "FP8 attention: each key tile's P V summed in f32 (1), or in the FP8 MMA's accumulator (0)",
                        [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_promote = v == "1"; },
                        [](const RunSwitches& r) { return on_off(r.kernels.fp8_attention_promote); }));
+    t.push_back(choice("fp8-attention-sums", "OROCHI_FP8_ATTENTION_SUMS", {"f32", "mma"},
+                       "FP8 attention's softmax denominators: f32 sums of the exponentials, or of P's e4m3 codes by an MMA",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_mma_sums = v == "mma"; },
+                       [](const RunSwitches& r) { return std::string(r.kernels.fp8_attention_mma_sums ? "mma" : "f32"); }));
     t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
                        "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
                        [](RunSwitches& r, const std::string& v) {

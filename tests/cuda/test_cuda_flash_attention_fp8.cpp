@@ -71,9 +71,9 @@ struct Fp8Problem {
     ws = std::make_unique<DeviceBuffer>(cuda::flash_attention_fp8_workspace_bytes(s));
   }
   bool ready() const { return q->ptr && k->ptr && v->ptr && o->ptr && ws->ptr; }
-  FlashAttentionFp8Options options(bool pingpong = true, bool promote = true) const {
-    return FlashAttentionFp8Options{.pingpong = pingpong, .promote_pv = promote, .workspace = ws->ptr,
-                                    .workspace_bytes = ws->bytes};
+  FlashAttentionFp8Options options(bool pingpong = true, bool promote = true, bool mma_sums = false) const {
+    return FlashAttentionFp8Options{.pingpong = pingpong, .promote_pv = promote, .mma_sums = mma_sums,
+                                    .workspace = ws->ptr, .workspace_bytes = ws->bytes};
   }
   Status run(const FlashAttentionFp8Options& options) {
     cudaMemsetAsync(o->ptr, 0xFF, o->bytes, nullptr);  // bf16 0xFFFF is NaN: unwritten rows show up
@@ -187,6 +187,24 @@ TEST_P(FlashAttentionFp8VsCpu, MatchesTheEmulationAndExactAttention) {
         EXPECT_TRUE(same.same_nonfinite && same.max_abs == 0) << "ping-pong changed the result: " << same.summary();
       }
     }
+  // The mma row sums (sums of P's e4m3 codes by a wgmma against ones) against the emulation that
+  // sums the codes, with the same bounds; promoted and not.
+  const Tensor emulated_code_sums = cpu::attention_fp8_emulated(ops, heads, {}, cpu::Fp8RowSums::kCodes);
+  for (bool promote : {true, false}) {
+    ASSERT_OK(p.run(p.options(true, promote, true)));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor gpu = p.output();
+    EXPECT_EQ(count_nonfinite(gpu), 0);
+    const Tensor mine = select_heads(gpu, heads);
+    const testing::Comparison vs_emul = testing::compare(mine, emulated_code_sums), vs_exact = testing::compare(mine, exact);
+    std::printf("FP8_ATTN %s mma sums%s rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e\n", case_name(s).c_str(),
+                promote ? "" : " unpromoted", vs_emul.rel_l2, vs_exact.rel_l2);
+    EXPECT_TRUE(vs_emul.same_nonfinite) << vs_emul.summary();
+    EXPECT_LE(vs_emul.rel_l2, emul_tolerance) << vs_emul.summary();
+    EXPECT_LE(vs_exact.rel_l2, 0.12) << vs_exact.summary();
+  }
+  EXPECT_FALSE(cuda::flash_attention_fp8(p.q->ptr, p.k->ptr, p.v->ptr, p.o->ptr, s, nullptr, p.options(false, true, true))
+                   .is_ok());  // built for ping-pong only
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionFp8VsCpu,
@@ -228,6 +246,16 @@ TEST(FlashAttentionFp8, H3ShapesOnASpreadOfRows) {
                 static_cast<long>(S), vs_emul.rel_l2, vs_exact.rel_l2, bf16_vs_exact.rel_l2, vs_exact.cosine);
     EXPECT_LE(vs_emul.rel_l2, 4e-2) << vs_emul.summary();
     EXPECT_LE(vs_exact.rel_l2, 0.12) << vs_exact.summary();
+    // The mma row sums over ~300 key tiles (each tile's sum in a fresh accumulator, added in f32).
+    ASSERT_OK(p.run(p.options(true, true, true)));
+    ASSERT_CUDA(cudaDeviceSynchronize());
+    const Tensor mma = select_rows(select_heads(p.output(), heads), rows);
+    const Tensor emulated_codes = cpu::attention_fp8_emulated(ops, heads, rows, cpu::Fp8RowSums::kCodes);
+    const testing::Comparison mma_vs_emul = testing::compare(mma, emulated_codes), mma_vs_exact = testing::compare(mma, exact);
+    std::printf("FP8_ATTN h3_S%ld_h8 mma sums rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e\n", static_cast<long>(S),
+                mma_vs_emul.rel_l2, mma_vs_exact.rel_l2);
+    EXPECT_LE(mma_vs_emul.rel_l2, 4e-2) << mma_vs_emul.summary();
+    EXPECT_LE(mma_vs_exact.rel_l2, 0.12) << mma_vs_exact.summary();
   }
 }
 
@@ -293,8 +321,11 @@ TEST(FlashAttentionFp8, TimingInformative) {
     ASSERT_TRUE(split_ws.ptr && ws.ptr);
     const cuda::FlashAttentionOptions bf16{.workspace = split_ws.ptr, .workspace_bytes = *split_bytes};
     const FlashAttentionFp8Options fp8{.workspace = ws.ptr, .workspace_bytes = ws.bytes};
-    FlashAttentionFp8Options fp8_unpromoted = fp8;
+    FlashAttentionFp8Options fp8_unpromoted = fp8, fp8_mma_sums = fp8, fp8_mma_sums_unpromoted = fp8;
     fp8_unpromoted.promote_pv = false;
+    fp8_mma_sums.mma_sums = true;
+    fp8_mma_sums_unpromoted.mma_sums = true;
+    fp8_mma_sums_unpromoted.promote_pv = false;
     struct Candidate {
       const char* name;
       std::function<Status()> run;
@@ -305,13 +336,17 @@ TEST(FlashAttentionFp8, TimingInformative) {
         {"fp8 pre-pass only", [&] { return cuda::flash_attention_fp8_quantize(q.ptr, k.ptr, v.ptr, shape, stream, fp8); }},
         {"fp8 kernel only", [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8); }},
         {"fp8 kernel unpromoted",
-         [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_unpromoted); }}};
+         [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_unpromoted); }},
+        {"fp8 kernel mma sums",
+         [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_mma_sums); }},
+        {"fp8 kernel mma sums unprom.",
+         [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_mma_sums_unpromoted); }}};
     for (const Candidate& cand : candidates) {
       Expected<CallTimes> t = time_calls(cand.run, stream);
       ASSERT_TRUE(t.has_value()) << cand.name << ": " << t.status().to_string();
       const bool writes_o = std::string(cand.name) != "fp8 pre-pass only";
       const double rel = writes_o ? spot_check(hq, hk, hv, download_bits(o), c.S, c.heads, 128) : 0.0;
-      std::printf("FP8_ATTN_TIME S=%ld heads=%ld %-22s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s, "
+      std::printf("FP8_ATTN_TIME S=%ld heads=%ld %-27s median %.3f ms (min %.3f, max %.3f) = %.1f TFLOP/s, "
                   "spot check rel_l2 %.2e\n",
                   static_cast<long>(c.S), static_cast<long>(c.heads), cand.name, t->median_ms, t->min_ms, t->max_ms,
                   writes_o ? flop / (t->median_ms * 1e-3) / 1e12 : 0.0, rel);

@@ -129,7 +129,7 @@ Fp8AttentionOperands quantize_attention_fp8(const Tensor& q, const Tensor& k, co
 }
 
 Tensor attention_fp8_emulated(const Fp8AttentionOperands& ops, const std::vector<int64_t>& heads,
-                              const std::vector<int64_t>& rows_in) {
+                              const std::vector<int64_t>& rows_in, Fp8RowSums sums) {
   const fp8_attention::Fp8AttentionLayout& L = ops.layout;
   std::vector<int64_t> rows = rows_in;
   if (rows.empty())
@@ -176,8 +176,8 @@ Tensor attention_fp8_emulated(const Fp8AttentionOperands& ops, const std::vector
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = 0; j < Skv; ++j) {
           const float p = std::exp2(x[j] - m + fp8_attention::kPOffset);
-          sum += p;
           const float p_code = value[f32_to_fp8(p, Fp8Format::kE4M3)];
+          sum += sums == Fp8RowSums::kCodes ? p_code : p;
           if (p_code == 0.f) continue;
           const float* vj = &v_values[j * kHeadDim];
           for (int64_t c = 0; c < kHeadDim; ++c) acc[c] += p_code * vj[c];  // exact product

@@ -27,13 +27,17 @@ struct Fp8AttentionOperands {
 // tile by key tile, then over tiles in f32), so the mean and every code match the GPU's bits.
 Fp8AttentionOperands quantize_attention_fp8(const Tensor& q, const Tensor& k, const Tensor& v);
 
+// How the softmax denominators are summed: the unquantized exponentials (the kernel's default), or
+// P's e4m3 codes (its mma row sums, fp8-attention-sums=mma).
+enum class Fp8RowSums { kExponentials, kCodes };
+
 // softmax(q k^T / sqrt(128)) v from the codes, in f32 (dot products of codes in double, exact):
 // scores of tile j scaled by log2(e)/sqrt(128) · q_scale · k_scale[j], P = e4m3(exp2(x - the
-// exact row max + kPOffset)), row sums of the unquantized exponentials, O[:, d] = (Σ P v^T[d]) ·
-// v_scale[d] / sum. The GPU's online max lags (lazy rescaling), so its P rounds differently: it
+// exact row max + kPOffset)), row sums of the unquantized exponentials (or of P's codes),
+// O[:, d] = (Σ P v^T[d]) · v_scale[d] / sum. The GPU's online max lags (lazy rescaling), so its P rounds differently: it
 // matches this within a tolerance, not bit for bit. Rows `rows` (all when empty) of heads
 // `heads` -> f32 [rows, heads.size(), 128].
 Tensor attention_fp8_emulated(const Fp8AttentionOperands& ops, const std::vector<int64_t>& heads,
-                              const std::vector<int64_t>& rows = {});
+                              const std::vector<int64_t>& rows = {}, Fp8RowSums sums = Fp8RowSums::kExponentials);
 
 }  // namespace orochi::cpu

@@ -24,6 +24,8 @@ Status check_call(const AttentionShape& shape, const FlashAttentionFp8Options& o
   for (const void* p : pointers)
     if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 != 0)
       return Status(ErrorCode::kInvalidArgument, "FP8 attention needs non-null, 16-byte aligned q, k, v and o");
+  if (options.mma_sums && !options.pingpong)
+    return Status(ErrorCode::kInvalidArgument, "FP8 attention: the MMA row sums are built for the ping-pong schedule only");
   const size_t need = flash_attention_fp8_workspace_bytes(shape);
   if (options.workspace == nullptr || reinterpret_cast<uintptr_t>(options.workspace) % 256 != 0 ||
       options.workspace_bytes < need)
@@ -40,6 +42,7 @@ FlashAttentionFp8Options flash_attention_fp8_options(const backends::KernelOptio
   FlashAttentionFp8Options o;
   o.pingpong = kernels.flash_pingpong;
   o.promote_pv = kernels.fp8_attention_promote;
+  o.mma_sums = kernels.fp8_attention_mma_sums;
   return o;
 }
 
@@ -95,6 +98,7 @@ Status flash_attention_fp8_from_workspace(void* o, const AttentionShape& shape, 
   l.heads = static_cast<int>(shape.heads);
   l.pingpong = options.pingpong;
   l.promote_pv = options.promote_pv;
+  l.mma_sums = options.mma_sums;
   return cuda_status(sm90a::launch_flash_attention_fp8(l, stream), "FP8 attention launch");
 }
 

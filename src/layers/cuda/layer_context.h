@@ -25,6 +25,7 @@ struct LayerContext {
   // null in a bf16 run.
   cuda::QuantizedGemmRunner* quantized_gemm = nullptr;
   const QuantizedScratch* quantized = nullptr;
+  bool fp8_fast_accum = false;           // the fp8 GEMMs skip their partial sums' promotion (fp8-gemm-accum=fast)
   AttentionRunner* attention = nullptr;  // flash or cuDNN, with its workspace
   CommOverlap* overlap = nullptr;        // the comm stream and its events; null on one GPU
   StageTimer* timer = nullptr;           // stages on the compute stream

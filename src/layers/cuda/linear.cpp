@@ -43,7 +43,8 @@ Expected<RowQuantized> quantize_activation(const LayerContext& ctx, const Tensor
 
 Status quantized_linear(const LayerContext& ctx, const GpuLinear& l, const RowQuantized& x, const Tensor& y) {
   const Tensor* bias = l.bias.defined() ? &l.bias : nullptr;
-  return ctx.quantized_gemm->linear(x, l.quantized, bias, y, ctx.quantized->accumulator, ctx.stream);
+  return ctx.quantized_gemm->linear(x, l.quantized, bias, y, ctx.quantized->accumulator, ctx.stream,
+                                    {.fast_accum = ctx.fp8_fast_accum});
 }
 
 }  // namespace orochi::layers::gpu

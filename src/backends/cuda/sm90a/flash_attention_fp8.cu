@@ -11,7 +11,9 @@
 //     softmax (one scalar per tile), O's column d by v_scale[d] at the end;
 //   - P = exp2(x - max + 4) is quantized to e4m3 straight from the accumulator fragment: V^T's
 //     keys are permuted so that order is the A fragment's (the layout header says why);
-//   - the row sums add the f32 exponentials (not their e4m3 roundings);
+//   - the row sums add the f32 exponentials (not their e4m3 roundings), or (kMmaSums) come from a
+//     wgmma m64n8k32 of P against a constant all-ones tile: the sums of P's e4m3 codes, the very
+//     weights P V uses, with no per-score add (a fresh accumulator per key tile, added in f32);
 //   - no split of a sparse last wave (the bf16 kernel's split tail is left out here).
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -37,12 +39,15 @@ constexpr int kThreads = 384;
 constexpr int kConsumerWarps = 8;
 constexpr uint32_t kTileBytes = 128 * 128;  // 128 rows of 128 e4m3 codes: Q, a K tile or a V^T tile
 
-// Shared memory from a 1024-byte aligned base: Q | K stages | V^T stages | barriers.
+// Shared memory from a 1024-byte aligned base: Q | K stages | V^T stages | ones | barriers. `ones`:
+// one 128-byte swizzle atom (8 rows x 128 bytes) of e4m3 1.0, the B operand of the mma row sums.
 struct Layout {
   static constexpr uint32_t kQ = 0;
   static constexpr uint32_t kK = kTileBytes;
   static constexpr uint32_t kV = kK + kStages * kTileBytes;
-  static constexpr uint32_t kBarriers = kV + kStages * kTileBytes;
+  static constexpr uint32_t kOnes = kV + kStages * kTileBytes;
+  static constexpr uint32_t kOnesBytes = 1024;
+  static constexpr uint32_t kBarriers = kOnes + kOnesBytes;
   static constexpr uint32_t kSharedBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + alignment slack
   static_assert(kTileBytes % 1024 == 0);
   static_assert(kSharedBytes <= 227 * 1024);
@@ -54,10 +59,11 @@ __device__ __forceinline__ uint32_t pack_e4m3x2(float lo, float hi) {
 }
 
 // Turns raw scores s (code dot products of one tile) into exp2(s * scale - max + kPOffset) in
-// place, with scale = log2(e)/sqrt(128) · q_scale · k_scale[tile]; updates the running max and
-// sums and returns the factors the output so far must be scaled by. Columns >= valid_cols (the
+// place, with scale = log2(e)/sqrt(128) · q_scale · k_scale[tile]; updates the running max (and,
+// unless kMmaSums, the sums) and returns the factors the output so far must be scaled by. Columns >= valid_cols (the
 // last tile's padding) are masked out. The max moves only when a tile's exceeds it by more than
 // kLazyRescaleThreshold, so P <= 2^(threshold + offset) = 256, inside e4m3's 448.
+template <bool kMmaSums>
 __device__ __forceinline__ void online_softmax(float (&s)[64], RowState& st, float scale, int valid_cols, int lane,
                                                float& factor0, float& factor1) {
   if (valid_cols < kBlockN) {
@@ -96,11 +102,15 @@ __device__ __forceinline__ void online_softmax(float (&s)[64], RowState& st, flo
     s[4 * i + 1] = exp2_approx(fmaf(s[4 * i + 1], scale, bias0));
     s[4 * i + 2] = exp2_approx(fmaf(s[4 * i + 2], scale, bias1));
     s[4 * i + 3] = exp2_approx(fmaf(s[4 * i + 3], scale, bias1));
-    sum0 += s[4 * i] + s[4 * i + 1];
-    sum1 += s[4 * i + 2] + s[4 * i + 3];
+    if constexpr (!kMmaSums) {
+      sum0 += s[4 * i] + s[4 * i + 1];
+      sum1 += s[4 * i + 2] + s[4 * i + 3];
+    }
   }
-  st.sum0 = st.sum0 * factor0 + sum0;
-  st.sum1 = st.sum1 * factor1 + sum1;
+  if constexpr (!kMmaSums) {  // with kMmaSums the loop adds the tile's sums when its P V is in
+    st.sum0 = st.sum0 * factor0 + sum0;
+    st.sum1 = st.sum1 * factor1 + sum1;
+  }
 }
 
 // P (e4m3) as the A operand of the PV wgmma: k-step kc covers keys 32kc..32kc+31 of the tile,
@@ -138,6 +148,17 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[16]
   }
 }
 
+// Row sums of P (its e4m3 codes) for one key tile into a fresh accumulator: every column of `sums`
+// holds its row's sum, so sums[0] is row r's and sums[2] row r + 8's, already over the whole row
+// (the MMA reduces across the quad).
+__device__ __forceinline__ void issue_sums(float (&sums)[4], const uint32_t (&p)[16], uint32_t ones_addr) {
+#pragma unroll
+  for (int kc = 0; kc < 4; ++kc) {
+    const uint32_t(&a)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&p[4 * kc]);
+    wgmma_m64n8k32_e4m3_rs(sums, a, sw128_descriptor(ones_addr + kc * 32, 16, 1024), kc > 0 ? 1 : 0);
+  }
+}
+
 __device__ __forceinline__ void add_tile(float (&o)[64], const float (&tile)[64]) {
 #pragma unroll
   for (int i = 0; i < 64; ++i) o[i] += tile[i];
@@ -152,7 +173,7 @@ struct KernelParams {
   float scale_log2;
 };
 
-template <bool kPingPong, bool kPromote>
+template <bool kPingPong, bool kPromote, bool kMmaSums>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_attention_fp8_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                                const __grid_constant__ CUtensorMap tm_vt, const KernelParams prm) {
@@ -169,6 +190,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tiles = prm.k_tiles;
 
   if (threadIdx.x == 0) bar.init(kConsumerWarps);
+  if constexpr (kMmaSums) {  // the all-ones B tile, written once, then handed to the async proxy
+    if (threadIdx.x < Layout::kOnesBytes / 4) reinterpret_cast<uint32_t*>(smem + L::kOnes)[threadIdx.x] = 0x38383838u;
+    fence_proxy_async_shared();
+  }
   __syncthreads();
 
   if (warpgroup == 0) {  // producer
@@ -197,6 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp = (threadIdx.x / 32) & 3;
   const uint32_t q_addr = smem_address(smem + L::kQ) + wg * 64 * 128;  // 64 rows of 128 bytes
   const uint32_t k_addr = smem_address(smem + L::kK), v_addr = smem_address(smem + L::kV);
+  const uint32_t ones_addr = smem_address(smem + L::kOnes);
   const int my_turn = 1 + wg, their_turn = 2 - wg;  // named barrier ids (0 is __syncthreads)
   const int last_cols = prm.s_kv - (tiles - 1) * kBlockN;  // valid columns of the final key tile
   const float row_scale = prm.scale_log2 * prm.q_scale[head * prm.q_tiles + q_tile];
@@ -204,6 +230,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   float s_acc[64], o_acc[64];
   float o_tile[kPromote ? 64 : 1];
+  float p_sums[4] = {0.f, 0.f, 0.f, 0.f};  // kMmaSums: one key tile's row sums
   uint32_t p[16];
 #pragma unroll
   for (int i = 0; i < 64; ++i) o_acc[i] = 0.f;
@@ -226,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   wgmma_wait<0>();
   pin_registers(s_acc);
   if (lane == 0) mbarrier_arrive(&bar.k_empty[0]);
-  online_softmax(s_acc, st, scale, tiles == 1 ? last_cols : kBlockN, lane, f0, f1);
+  online_softmax<kMmaSums>(s_acc, st, scale, tiles == 1 ? last_cols : kBlockN, lane, f0, f1);
   scores_to_operand(s_acc, p);
 
   for (int j = 1; j < tiles; ++j) {
@@ -243,12 +270,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     } else {
       issue_pv(o_acc, p, v_addr + prev * kTileBytes, true);
     }
+    if constexpr (kMmaSums) issue_sums(p_sums, p, ones_addr);
     wgmma_commit();
     if (kPingPong) named_barrier_arrive(their_turn, 256);
     wgmma_wait<1>();  // the scores of tile j are in
     pin_registers(s_acc);
     if (lane == 0) mbarrier_arrive(&bar.k_empty[s]);
-    online_softmax(s_acc, st, scale, j == tiles - 1 ? last_cols : kBlockN, lane, f0, f1);
+    online_softmax<kMmaSums>(s_acc, st, scale, j == tiles - 1 ? last_cols : kBlockN, lane, f0, f1);
     wgmma_wait<0>();  // P(j-1) V(j-1) is in
     pin_registers(p);
     if constexpr (kPromote) {
@@ -256,6 +284,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       add_tile(o_acc, o_tile);
     } else {
       pin_registers(o_acc);
+    }
+    if constexpr (kMmaSums) {  // tile j-1's sums at tile j-1's max, then moved to tile j's as O is
+      pin_registers(p_sums);
+      st.sum0 = (st.sum0 + p_sums[0]) * f0;
+      st.sum1 = (st.sum1 + p_sums[2]) * f1;
     }
     if (lane == 0) mbarrier_arrive(&bar.v_empty[prev]);
     rescale_output(o_acc, f0, f1);
@@ -271,6 +304,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     issue_pv(o_acc, p, v_addr + last * kTileBytes, true);
   }
+  if constexpr (kMmaSums) issue_sums(p_sums, p, ones_addr);
   wgmma_commit();
   // Warpgroup 1 owes no turn after its last MMAs: both barriers end balanced.
   if (kPingPong && wg == 0) named_barrier_arrive(their_turn, 256);
@@ -283,10 +317,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   float sum0 = st.sum0, sum1 = st.sum1;
+  if constexpr (kMmaSums) {  // the MMA summed over the whole row already
+    pin_registers(p_sums);
+    sum0 += p_sums[0];
+    sum1 += p_sums[2];
+  } else {
 #pragma unroll
-  for (int offset = 1; offset < 4; offset *= 2) {
-    sum0 += __shfl_xor_sync(0xffffffff, sum0, offset);
-    sum1 += __shfl_xor_sync(0xffffffff, sum1, offset);
+    for (int offset = 1; offset < 4; offset *= 2) {
+      sum0 += __shfl_xor_sync(0xffffffff, sum0, offset);
+      sum1 += __shfl_xor_sync(0xffffffff, sum1, offset);
+    }
   }
   const float inv0 = 1.f / sum0, inv1 = 1.f / sum1;
   const int local = wg * 64 + warp * 16 + (lane >> 2);  // this thread's rows: local, local + 8
@@ -309,16 +349,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <bool kPingPong, bool kPromote>
+template <bool kPingPong, bool kPromote, bool kMmaSums>
 cudaError_t launch(const FlashAttentionFp8Launch& l, cudaStream_t stream) {
   constexpr uint32_t kSharedBytes = Layout::kSharedBytes;
-  if (cudaError_t e = opt_in_shared_memory<flash_attention_fp8_kernel<kPingPong, kPromote>>(static_cast<int>(kSharedBytes));
+  if (cudaError_t e =
+          opt_in_shared_memory<flash_attention_fp8_kernel<kPingPong, kPromote, kMmaSums>>(static_cast<int>(kSharedBytes));
       e != cudaSuccess)
     return e;
   const int q_tiles = (l.s_q + kBlockM - 1) / kBlockM, k_tiles = (l.s_kv + kBlockN - 1) / kBlockN;
   KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.q_scale, l.k_scale, l.v_scale, l.s_q, l.s_kv, l.heads,
                    q_tiles, k_tiles, static_cast<float>(fp8_attention::kScoreScaleLog2)};
-  flash_attention_fp8_kernel<kPingPong, kPromote>
+  flash_attention_fp8_kernel<kPingPong, kPromote, kMmaSums>
       <<<static_cast<unsigned>(q_tiles) * static_cast<unsigned>(l.heads), kThreads, kSharedBytes, stream>>>(l.q, l.k, l.vt,
                                                                                                           prm);
   return cudaGetLastError();
@@ -330,8 +371,13 @@ cudaError_t launch_flash_attention_fp8(const FlashAttentionFp8Launch& l, cudaStr
   if (l.s_q <= 0 || l.s_kv <= 0 || l.heads <= 0 || l.o == nullptr || l.q_scale == nullptr || l.k_scale == nullptr ||
       l.v_scale == nullptr)
     return cudaErrorInvalidValue;
-  if (l.pingpong) return l.promote_pv ? launch<true, true>(l, stream) : launch<true, false>(l, stream);
-  return l.promote_pv ? launch<false, true>(l, stream) : launch<false, false>(l, stream);
+  // The mma row sums are built for the ping-pong schedule (the one the engine runs).
+  if (l.mma_sums) {
+    if (!l.pingpong) return cudaErrorInvalidValue;
+    return l.promote_pv ? launch<true, true, true>(l, stream) : launch<true, false, true>(l, stream);
+  }
+  if (l.pingpong) return l.promote_pv ? launch<true, true, false>(l, stream) : launch<true, false, false>(l, stream);
+  return l.promote_pv ? launch<false, true, false>(l, stream) : launch<false, false, false>(l, stream);
 }
 
 }  // namespace orochi::cuda::sm90a

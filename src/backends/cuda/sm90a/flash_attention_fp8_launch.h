@@ -33,6 +33,9 @@ struct FlashAttentionFp8Launch {
   // tensor cores' FP8 accumulation keeps fewer bits than f32 (DeepSeek-V3's report), which would
   // add up over hundreds of key tiles. false: accumulate into O directly.
   bool promote_pv = true;
+  // The softmax denominators: each thread's f32 exponentials added and reduced over the quad
+  // (false), or sums of P's e4m3 codes by a wgmma against an all-ones tile (true; ping-pong only).
+  bool mma_sums = false;
 };
 
 // Non-causal softmax(q k^T / sqrt(128)) v from the pre-pass's codes, bf16 out.

@@ -92,6 +92,9 @@ __device__ __forceinline__ uint64_t sw128_descriptor(uint32_t smem_addr, uint32_
   return d;
 }
 
+// Makes this thread's ordinary shared-memory writes visible to the async proxy (wgmma, TMA) that
+// reads them next (after a barrier among the writers and readers).
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 // Waits until at most `kPending` committed groups of this warpgroup are still running.

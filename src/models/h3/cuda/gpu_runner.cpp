@@ -63,6 +63,7 @@ Expected<std::unique_ptr<H3GpuRunner>> H3GpuRunner::create(const H3Config& confi
   r->gemm_sm90a_ = options.kernels.gemm_sm90a;
   r->qk_norm_items_ = options.kernels.qk_norm_items;
   r->fused_quantization_ = options.kernels.fused_quantization;
+  r->fp8_fast_accum_ = options.kernels.fp8_gemm_fast_accum;
   r->precision_ = options.precision;
   OROCHI_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   OROCHI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
@@ -153,7 +154,7 @@ H3GpuRunner::~H3GpuRunner() {
 layers::gpu::LayerContext H3GpuRunner::layer_context() {
   return {.stream = stream_, .gemm = gemm_.get(), .gemm_sm90a = gemm_sm90a_,
           .quantized_gemm = quantized_gemm_.get(), .quantized = quantized_gemm_ ? &quantized_scratch_ : nullptr,
-          .attention = &attention_, .overlap = overlap_.get(), .timer = &timer_, .comm_timer = &comm_timer_};
+          .fp8_fast_accum = fp8_fast_accum_, .attention = &attention_, .overlap = overlap_.get(), .timer = &timer_, .comm_timer = &comm_timer_};
 }
 
 size_t H3GpuRunner::weight_bytes() const { return weight_arena_->used(); }

@@ -200,6 +200,7 @@ class H3GpuRunner {
   // per-token codes of the quantized linear after them (bit for bit the separate pass's); off: a
   // separate quantize_rows pass over each bf16 activation (for side-by-side timing).
   bool fused_quantization_ = true;
+  bool fp8_fast_accum_ = false;  // fp8-gemm-accum=fast
   dist::Comm* sp_ = nullptr;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
