@@ -28,7 +28,7 @@ void print_text(const nlohmann::json& j) {
               j["video_rows"].get<long long>(), j["layers"].get<long long>(), j["precision"].get<std::string>().c_str(),
               j["attention"].get<std::string>().c_str());
   const double median = j["forward_s_median"];
-  std::printf("  median %.3f s (min %.3f, max %.3f over %zu), %.0f TFLOP/s, %.0f%% of the bf16 GEMM/attention ceilings (floor %.3f s)\n",
+  std::printf("  median %.3f s (min %.3f, max %.3f over %zu), %.0f TFLOP/s, %.0f%% of the GEMM/attention ceilings at that precision (floor %.3f s)\n",
               median, j["forward_s_min"].get<double>(), j["forward_s_max"].get<double>(), j["forward_s_all"].size(),
               j["tflops"].get<double>(), 100.0 * j["fraction_of_ceiling"].get<double>(), j["ceiling_floor_s"].get<double>());
   std::printf("  memory: weights %.2f GiB, request arena peak %.2f GiB, GPU in use by the run %.2f GiB; outputs %s\n",

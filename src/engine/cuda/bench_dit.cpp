@@ -39,6 +39,16 @@ namespace {
 // Orochi's flash kernel (630-700 TFLOP/s, JSON "attention") a forward can pass 100% of it.
 constexpr double kGemmCeilingTflops = 705.0;
 constexpr double kAttentionCeilingTflops = 580.0;
+// The quantized runs' counterparts: e4m3 GEMMs 1290-1436 TFLOP/s through torch._scaled_mm at these
+// shapes (DEVICE.md; cuBLASLt in our bench 1273-1447), int8 GEMMs 1103-1294 TOPS (bench/RESULTS.md,
+// FP8 and INT8 GEMMs), cuDNN's FP8 SDPA 825 TFLOP/s at 106k keys (session 17).
+constexpr double kFp8GemmCeilingTflops = 1365.0;
+constexpr double kInt8GemmCeilingTops = 1200.0;
+constexpr double kFp8AttentionCeilingTflops = 825.0;
+
+double gemm_ceiling_tflops(Precision p) {
+  return p == Precision::kFp8 ? kFp8GemmCeilingTflops : p == Precision::kInt8 ? kInt8GemmCeilingTops : kGemmCeilingTflops;
+}
 constexpr double kGiB = 1 << 30;
 
 // The request (rows, layout, timesteps) and the outputs of one forward, plus what regenerates the
@@ -257,7 +267,11 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2], lo = sorted.front(), hi = sorted.back();
-  const double floor_s = flops.linear / (kGemmCeilingTflops * 1e12) + flops.attention / (kAttentionCeilingTflops * 1e12);
+  // The floor at the ceilings of what ran: the block linears at --precision (the embedders and
+  // heads, a sliver of the FLOPs, are counted there too), attention in FP8 or bf16.
+  const bool fp8_attention = runner0.attention_kernel() == "flash-fp8-sm90a";
+  const double floor_s = flops.linear / (gemm_ceiling_tflops(o.precision) * 1e12) +
+                         flops.attention / ((fp8_attention ? kFp8AttentionCeilingTflops : kAttentionCeilingTflops) * 1e12);
   const double used_gib = static_cast<double>(free_before - free_after) / kGiB;
   nlohmann::json j{{"engine", "orochi"}, {"model", "minimax-h3"}, {"layers", o.layers}, {"res", o.res},
                    {"width", o.width}, {"height", o.height}, {"frames", o.frames}, {"seq", layout.rows},
