@@ -104,6 +104,11 @@ TEST(GpuCapability, AttentionPrecisionAutoFollowsTheLinearsOnHopperOnly) {
   EXPECT_FALSE(given("attention-precision=bf16").kernels.fp8_attention(Precision::kFp8));
   EXPECT_TRUE(given("attention-precision=fp8").kernels.fp8_attention(Precision::kBf16));
   EXPECT_EQ(run_switches_json(RunSwitches{})["attention-precision"], "auto");
+  // The mma row sums exist for the ping-pong schedule only: refused with the other schedule.
+  const Expected<RunSwitches> plain =
+      switches_for_gpu(given("fp8-attention-sums=mma,flash-pingpong=0"), Precision::kFp8, {9, 0}, "H200");
+  ASSERT_FALSE(plain.has_value());
+  EXPECT_NE(plain.status().message().find("ping-pong"), std::string::npos) << plain.status().message();
   RunSwitches bad;
   const Status s = set_run_switches(bad, "attention-precision=int8");
   ASSERT_FALSE(s.is_ok());

@@ -43,6 +43,9 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
   if (switches.conditioner_precision == Precision::kFp8 && !has_fp8(cc))
     return unsupported("--set conditioner-precision=fp8 needs FP8 tensor cores (compute capability 8.9 or later); " +
                        where + " has none: use conditioner-precision=int8 or bf16");
+  if (switches.kernels.fp8_attention_mma_sums && !switches.kernels.flash_pingpong)
+    return invalid_argument("--set fp8-attention-sums=mma is built for the ping-pong schedule: drop flash-pingpong=0 or "
+                            "fp8-attention-sums=mma");
   RunSwitches out = switches;
   if (runs_sm90a(cc) && !switches.generic_kernels) return out;
   const std::string why = switches.generic_kernels && runs_sm90a(cc)

@@ -24,8 +24,6 @@ Status check_call(const AttentionShape& shape, const FlashAttentionFp8Options& o
   for (const void* p : pointers)
     if (p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 != 0)
       return Status(ErrorCode::kInvalidArgument, "FP8 attention needs non-null, 16-byte aligned q, k, v and o");
-  if (options.mma_sums && !options.pingpong)
-    return Status(ErrorCode::kInvalidArgument, "FP8 attention: the MMA row sums are built for the ping-pong schedule only");
   const size_t need = flash_attention_fp8_workspace_bytes(shape);
   if (options.workspace == nullptr || reinterpret_cast<uintptr_t>(options.workspace) % 256 != 0 ||
       options.workspace_bytes < need)
@@ -82,6 +80,10 @@ Status flash_attention_fp8_quantize(const void* q, const void* k, const void* v,
 Status flash_attention_fp8_from_workspace(void* o, const AttentionShape& shape, cudaStream_t stream,
                                           const FlashAttentionFp8Options& options) {
   OROCHI_RETURN_IF_ERROR(check_call(shape, options, {o}));
+  if (options.mma_sums && !options.pingpong)
+    return Status(ErrorCode::kInvalidArgument,
+                  "FP8 attention: the MMA row sums (fp8-attention-sums=mma) are built for the ping-pong schedule only "
+                  "(flash-pingpong=1)");
   const fp8_attention::Fp8AttentionLayout lay = layout_of(shape);
   auto* ws = static_cast<uint8_t*>(options.workspace);
   sm90a::FlashAttentionFp8Launch l;

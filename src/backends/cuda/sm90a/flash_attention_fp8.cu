@@ -50,6 +50,7 @@ struct Layout {
   static constexpr uint32_t kBarriers = kOnes + kOnesBytes;
   static constexpr uint32_t kSharedBytes = kBarriers + 8 * (1 + 4 * kStages) + 1024;  // + alignment slack
   static_assert(kTileBytes % 1024 == 0);
+  static_assert(kOnes % 1024 == 0);  // a whole swizzle atom: the B descriptors' base offset is 0
   static_assert(kSharedBytes <= 227 * 1024);
 };
 

@@ -47,7 +47,8 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 // A thread's two rows (r and r + 8) of the online softmax.
 struct RowState {
   float max0 = -INFINITY, max1 = -INFINITY;  // running (with a rescale threshold: lazy) max of the scaled (log2) scores
-  float sum0 = 0, sum1 = 0;                  // this thread's part of the running denominators
+  float sum0 = 0, sum1 = 0;                  // this thread's part of the running denominators (the FP8
+                                             // kernel's mma row sums: the whole row's, in all 4 of the quad)
 };
 
 // o *= factor per row, skipped when no row of the warp moved its max (with a rescale threshold,
