@@ -237,9 +237,12 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     return invalid_argument("--random-weights makes the full-size model, which needs a GPU: add --device cuda");
   if (e->on_gpu_) OROCHI_RETURN_IF_ERROR(check_gpus_visible(e->first_gpu_, options.gpus));
   // What these GPUs can run (engine/gpu_capability.h: a Hopper switch off compute capability 9.0,
-  // fp8 below 8.9), refused before any weight is read.
-  if (e->on_gpu_)
-    OROCHI_RETURN_IF_ERROR(gpu_switches(options.switches, options.precision, e->first_gpu_, options.gpus).status());
+  // fp8 below 8.9), refused before any weight is read; kept resolved, so the plan and the report
+  // show what runs (e.g. bf16 attention under --precision fp8 on a GPU without the sm_90a kernels).
+  if (e->on_gpu_) {
+    OROCHI_ASSIGN_OR_RETURN(e->options_.switches, gpu_switches(options.switches, options.precision, e->first_gpu_,
+                                                               options.gpus));
+  }
 
   // Where each part comes from, before any weight is read; then the host weights, read once for
   // every request of this engine.
