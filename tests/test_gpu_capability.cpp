@@ -104,6 +104,20 @@ TEST(GpuCapability, AttentionPrecisionAutoFollowsTheLinearsOnHopperOnly) {
   EXPECT_FALSE(given("attention-precision=bf16").kernels.fp8_attention(Precision::kFp8));
   EXPECT_TRUE(given("attention-precision=fp8").kernels.fp8_attention(Precision::kBf16));
   EXPECT_EQ(run_switches_json(RunSwitches{})["attention-precision"], "auto");
+  EXPECT_TRUE(given("fp8-gemm-accum=fast").kernels.fp8_gemm_fast_accum);
+  EXPECT_FALSE(RunSwitches{}.kernels.fp8_gemm_fast_accum);
+  EXPECT_EQ(run_switches_json(given("fp8-gemm-accum=fast"))["fp8-gemm-accum"], "fast");
+  // attention=cudnn keeps auto on cuDNN's bf16 attention, and contradicts an explicit fp8.
+  EXPECT_FALSE(given("attention=cudnn").kernels.fp8_attention(Precision::kFp8));
+  const Expected<RunSwitches> both = switches_for_gpu(given("attention=cudnn,attention-precision=fp8"), Precision::kFp8,
+                                                      {9, 0}, "H200");
+  ASSERT_FALSE(both.has_value());
+  EXPECT_NE(both.status().message().find("drop one of the two"), std::string::npos) << both.status().message();
+  // FP8 attention where it can run: a GPU, one of them.
+  EXPECT_TRUE(check_attention_precision(RunSwitches{}, Precision::kFp8, true, 1).is_ok());
+  EXPECT_FALSE(check_attention_precision(RunSwitches{}, Precision::kFp8, true, 2).is_ok());
+  EXPECT_FALSE(check_attention_precision(given("attention-precision=fp8"), Precision::kBf16, false, 1).is_ok());
+  EXPECT_TRUE(check_attention_precision(RunSwitches{}, Precision::kBf16, true, 4).is_ok());
   // The mma row sums exist for the ping-pong schedule only: refused with the other schedule.
   const Expected<RunSwitches> plain =
       switches_for_gpu(given("fp8-attention-sums=mma,flash-pingpong=0"), Precision::kFp8, {9, 0}, "H200");

@@ -24,8 +24,10 @@ status=0
 res="${RES:-768p}"
 
 start=$SECONDS
-timeout 200 gpu-dist/test_cuda_flash_attention_fp8 > "$OUT/logs/test_cuda_flash_attention_fp8.log" 2>&1 || status=1
-echo "test_cuda_flash_attention_fp8: exit $?, $((SECONDS - start)) s"
+timeout 200 gpu-dist/test_cuda_flash_attention_fp8 > "$OUT/logs/test_cuda_flash_attention_fp8.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || status=1
+echo "test_cuda_flash_attention_fp8: exit $rc, $((SECONDS - start)) s"
 grep -hE "^FP8_ATTN|Failure|FAILED  \]|PASSED" "$OUT/logs/test_cuda_flash_attention_fp8.log" | grep -vE "^FP8_ATTN Sq(1|31|128|129|100)_" | head -40
 
 median() { python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["forward_s_median"])' "$1" 2>/dev/null || echo n/a; }

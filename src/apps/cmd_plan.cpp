@@ -15,6 +15,7 @@
 #include "apps/plan_references.h"
 #include "apps/reference_options.h"
 #include "apps/request_limits.h"
+#include "engine/gpu_capability.h"
 #include "pipeline/sampling.h"
 #include "planner/parallel_choice.h"
 #include "planner/plan_memory.h"
@@ -87,7 +88,12 @@ Expected<planner::PlanInput> parse_input(const Args& args, pipeline::Sampling& s
   Expected<Precision> precision = parse_precision(args.get("precision", "bf16"));
   if (!precision) return usage_error(precision.status().message());
   in.precision = *precision;
-  in.fp8_attention = options.switches.kernels.fp8_attention(in.precision);
+  // FP8 attention as generate would take it on the GPUs the plan assumes (H200-class: Hopper, FP8),
+  // refused where generate refuses it (several GPUs).
+  OROCHI_ASSIGN_OR_RETURN(const engine::RunSwitches resolved,
+                          engine::switches_for_gpu(options.switches, in.precision, {9, 0}, "the planned GPU (Hopper)"));
+  OROCHI_RETURN_IF_ERROR(engine::check_attention_precision(resolved, in.precision, true, static_cast<int>(gpus)));
+  in.fp8_attention = resolved.kernels.fp8_attention(in.precision);
   return in;
 }
 

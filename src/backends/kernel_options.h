@@ -46,9 +46,10 @@ struct KernelOptions {
 
   // Whether the denoiser's attention runs in FP8 with linears in `linears`: the one place that
   // resolves attention-precision=auto (runner, planner and report all ask here).
+  // attention=cudnn (or the generic path) keeps auto on cuDNN's bf16 attention.
   bool fp8_attention(Precision linears) const {
     return attention_precision == AttentionPrecision::kFp8 ||
-           (attention_precision == AttentionPrecision::kAuto && linears == Precision::kFp8);
+           (attention_precision == AttentionPrecision::kAuto && linears == Precision::kFp8 && flash_attention);
   }
 };
 

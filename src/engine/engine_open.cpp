@@ -221,13 +221,6 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
                        precision_name(options.switches.conditioner_precision) +
                        " runs the text encoder's quantized linears on a GPU; the CPU path computes in f32: add "
                        "--device cuda, or drop the switch");
-  if (options.switches.kernels.attention_precision == backends::AttentionPrecision::kFp8 && !e->on_gpu_)
-    return unsupported("--set attention-precision=fp8 runs Orochi's FP8 attention kernel on a Hopper GPU; the CPU path "
-                       "computes in f32: add --device cuda, or drop the switch");
-  if (options.switches.kernels.fp8_attention(options.precision) && options.precision == Precision::kBf16 &&
-      options.gpus > 1)
-    return unsupported("--set attention-precision=fp8 runs on one GPU for now (issue 25): use --gpus 1, or drop the switch "
-                       "on " + std::to_string(options.gpus) + " GPUs");
   if (options.precision != Precision::kBf16 && options.gpus > 1)
     return unsupported(std::string("--precision ") + precision_name(options.precision) +
                        " runs on one GPU for now (issue 25): use --gpus 1, or --precision bf16 on " +
@@ -243,6 +236,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(const ModelSource& source, const 
     OROCHI_ASSIGN_OR_RETURN(e->options_.switches, gpu_switches(options.switches, options.precision, e->first_gpu_,
                                                                options.gpus));
   }
+  OROCHI_RETURN_IF_ERROR(check_attention_precision(e->options_.switches, options.precision, e->on_gpu_, options.gpus));
 
   // Where each part comes from, before any weight is read; then the host weights, read once for
   // every request of this engine.

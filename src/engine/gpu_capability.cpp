@@ -43,6 +43,9 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
   if (switches.conditioner_precision == Precision::kFp8 && !has_fp8(cc))
     return unsupported("--set conditioner-precision=fp8 needs FP8 tensor cores (compute capability 8.9 or later); " +
                        where + " has none: use conditioner-precision=int8 or bf16");
+  if (switches.kernels.attention_precision == backends::AttentionPrecision::kFp8 && !switches.kernels.flash_attention)
+    return invalid_argument("--set attention-precision=fp8 runs Orochi's FP8 kernel and attention=cudnn asks for cuDNN's "
+                            "bf16 attention: drop one of the two");
   if (switches.kernels.fp8_attention_mma_sums && !switches.kernels.flash_pingpong)
     return invalid_argument("--set fp8-attention-sums=mma is built for the ping-pong schedule: drop flash-pingpong=0 or "
                             "fp8-attention-sums=mma");
@@ -61,6 +64,17 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
   // The FP8 attention kernel is sm_90a's; with --precision fp8 elsewhere, attention stays bf16.
   out.kernels.attention_precision = backends::AttentionPrecision::kBf16;
   return out;
+}
+
+Status check_attention_precision(const RunSwitches& switches, Precision precision, bool on_gpu, int gpus) {
+  if (!switches.kernels.fp8_attention(precision)) return Status::ok();
+  if (!on_gpu)
+    return unsupported("--set attention-precision=fp8 runs Orochi's FP8 attention kernel on a Hopper GPU; the CPU path "
+                       "computes in f32: add --device cuda, or drop the switch");
+  if (gpus > 1)
+    return unsupported("FP8 attention runs on one GPU for now (issue 25): use --gpus 1, or --set attention-precision=bf16 "
+                       "on " + std::to_string(gpus) + " GPUs");
+  return Status::ok();
 }
 
 }  // namespace orochi::engine

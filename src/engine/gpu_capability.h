@@ -34,4 +34,9 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
 // it before loading any weight; every GPU model is made with its result.
 Expected<RunSwitches> gpu_switches(const RunSwitches& switches, Precision precision, int first, int count);
 
+// FP8 attention (backends::KernelOptions::fp8_attention of switches resolved for the GPUs, or as
+// given on the CPU) where it can run: on a GPU, and on one GPU for now (issue 25). generate, serve,
+// bench dit and plan all ask here, before any weight is read.
+Status check_attention_precision(const RunSwitches& switches, Precision precision, bool on_gpu, int gpus);
+
 }  // namespace orochi::engine

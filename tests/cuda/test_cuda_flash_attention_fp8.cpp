@@ -246,6 +246,7 @@ TEST_P(FlashAttentionFp8VsCpu, MatchesTheEmulationAndExactAttention) {
       EXPECT_LE(f.worst, 0.07);
       EXPECT_LE(f.mean, 1e-2);    // rounding errors of many codes mostly cancel (CPU emulation: 3.8e-3 rel L2)
       EXPECT_LE(f.residual, 1e-2);  // bf16 output rounding (2^-9) of both, not a different numerator
+      if (s.s_kv >= 31) EXPECT_GT(f.mean, 1e-5) << "the mma sums changed nothing: are they used?";
     }
   }
   EXPECT_FALSE(cuda::flash_attention_fp8(p.q->ptr, p.k->ptr, p.v->ptr, p.o->ptr, s, nullptr, p.options(false, true, true))
@@ -297,8 +298,13 @@ TEST(FlashAttentionFp8, H3ShapesOnASpreadOfRows) {
     const Tensor mma = select_rows(select_heads(p.output(), heads), rows);
     const Tensor emulated_codes = cpu::attention_fp8_emulated(ops, heads, rows, cpu::Fp8RowSums::kCodes);
     const testing::Comparison mma_vs_emul = testing::compare(mma, emulated_codes), mma_vs_exact = testing::compare(mma, exact);
-    std::printf("FP8_ATTN h3_S%ld_h8 mma sums rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e\n", static_cast<long>(S),
-                mma_vs_emul.rel_l2, mma_vs_exact.rel_l2);
+    const RowFactors f = row_factor_spread(mma, mine);
+    std::printf("FP8_ATTN h3_S%ld_h8 mma sums rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e, |row factor - 1| max %.3e "
+                "mean %.3e\n",
+                static_cast<long>(S), mma_vs_emul.rel_l2, mma_vs_exact.rel_l2, f.worst, f.mean);
+    EXPECT_LE(f.worst, 0.07);
+    EXPECT_GT(f.mean, 1e-5) << "the mma sums changed nothing: are they used?";
+    EXPECT_LE(f.residual, 1e-2);
     EXPECT_LE(mma_vs_emul.rel_l2, 4e-2) << mma_vs_emul.summary();
     EXPECT_LE(mma_vs_exact.rel_l2, 0.12) << mma_vs_exact.summary();
   }

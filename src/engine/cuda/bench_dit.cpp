@@ -133,6 +133,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
                        " runs on one GPU for now (issue 25): use --gpus 1");
   // The kernels these GPUs run (the generic path off compute capability 9.0), before any GPU work.
   OROCHI_ASSIGN_OR_RETURN(const RunSwitches switches, gpu_switches(o.switches, o.precision, o.device, o.gpus));
+  OROCHI_RETURN_IF_ERROR(check_attention_precision(switches, o.precision, true, o.gpus));
   // The LoRA files read and mapped first: a bad file is refused before any GPU work.
   std::vector<h3::H3Lora> loras;
   for (const LoraSource& l : o.loras) {

@@ -50,6 +50,9 @@ Status check_shard(const H3Weights& w, const dist::Comm* tp) {
 // share of `rows` rows and attention spans all of them. Returns the TP-summed projection [n, H].
 Expected<Tensor> attention(const Tensor& x, const AttentionWeights& a, const RankLayout& L, const cpu::RopeTable* rope,
                            dist::Comm* sp, int64_t rows) {
+  // The FP8 attention's emulation (emulate_quantization) is the one-rank forward's; FP8 attention
+  // runs on one GPU only.
+  if (a.emulated_fp8) return unsupported("the parallel CPU forward has no FP8 attention emulation: use one rank");
   const int64_t n = x.dim(0), h = L.heads, d = L.c.attention_head_dim;
   const Qkv qkv = project_qkv(x, a, h, L.c, rope);  // [n, h, d] each
   OROCHI_ASSIGN_OR_RETURN(Tensor q_all, dist::rows_to_heads(qkv.q, sp, rows));  // [S, h/P, d]
