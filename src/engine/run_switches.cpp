@@ -35,7 +35,15 @@ Switch choice(std::string name, std::string env, std::vector<std::string> choice
   return s;
 }
 
-std::string on_off(bool b) { return b ? "1" : "0"; }
+// A switch of two values over one bool of backends::KernelOptions: `on` sets it, the other value
+// of `choices` (listed in the order help shows them) clears it.
+Switch kernel_flag(std::string name, std::string env, std::vector<std::string> choices, std::string about,
+                   bool backends::KernelOptions::*field, std::string on) {
+  const std::string off = choices[0] == on ? choices[1] : choices[0];
+  return choice(std::move(name), std::move(env), std::move(choices), std::move(about),
+                [field, on](RunSwitches& r, const std::string& v) { r.kernels.*field = v == on; },
+                [field, on, off](const RunSwitches& r) { return r.kernels.*field ? on : off; });
+}
 
 const std::vector<Switch>& switches() {
   static const std::vector<Switch> table = [] {
@@ -45,42 +53,34 @@ const std::vector<Switch>& switches() {
                        "auto: Hopper's sm_90a kernels where the GPU has them; generic: the path of GPUs without",
                        [](RunSwitches& r, const std::string& v) { r.generic_kernels = v == "generic"; },
                        [](const RunSwitches& r) { return std::string(r.generic_kernels ? "generic" : "auto"); }));
-    t.push_back(choice("attention", "OROCHI_ATTENTION", {"flash", "cudnn"},
-                       "the denoiser's attention: Orochi's sm_90a kernel where it runs, or cuDNN everywhere",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_attention = v == "flash"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.flash_attention ? "flash" : "cudnn"); }));
+    t.push_back(kernel_flag("attention", "OROCHI_ATTENTION", {"flash", "cudnn"},
+                            "the denoiser's attention: Orochi's sm_90a kernel where it runs, or cuDNN everywhere",
+                            &K::flash_attention, "flash"));
     t.push_back(choice("flash-kv-block", "OROCHI_FLASH_KV_BLOCK", {"192", "176", "128"},
                        "key rows per tile of the flash kernel",
                        [](RunSwitches& r, const std::string& v) { r.kernels.flash_kv_block = std::stoi(v); },
                        [](const RunSwitches& r) { return std::to_string(r.kernels.flash_kv_block); }));
-    t.push_back(choice("flash-pingpong", "OROCHI_FLASH_PINGPONG", {"1", "0"},
-                       "the flash kernel's two consumer warpgroups alternate their MMAs",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_pingpong = v == "1"; },
-                       [](const RunSwitches& r) { return on_off(r.kernels.flash_pingpong); }));
-    t.push_back(choice("flash-split-tail", "OROCHI_FLASH_SPLIT_TAIL", {"1", "0"},
-                       "the flash kernel splits a sparse last wave's units",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_split_tail = v == "1"; },
-                       [](const RunSwitches& r) { return on_off(r.kernels.flash_split_tail); }));
-    t.push_back(choice("flash-rescale", "OROCHI_FLASH_RESCALE", {"lazy", "eager"},
-                       "lazy: a row's running max moves only when a key tile raises it by more than 2^8",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.flash_lazy_rescale = v == "lazy"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.flash_lazy_rescale ? "lazy" : "eager"); }));
-    t.push_back(choice("gemm", "OROCHI_GEMM", {"cublas", "sm90a"},
-                       "the denoiser's linears: cuBLASLt, or Orochi's wgmma GEMM (experimental, slower)",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.gemm_sm90a = v == "sm90a"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.gemm_sm90a ? "sm90a" : "cublas"); }));
-    t.push_back(choice("gemm-pick", "OROCHI_GEMM_PICK", {"timed", "heuristic"},
-                       "cuBLASLt algorithm: the fastest of its top candidates timed once, or its first pick",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.gemm_timed_pick = v == "timed"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.gemm_timed_pick ? "timed" : "heuristic"); }));
-    t.push_back(choice("qk-norm", "OROCHI_QK_NORM_KERNEL", {"rows", "items"},
-                       "q/k norm + RoPE kernel: one block per row, or one warp per head",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.qk_norm_items = v == "items"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.qk_norm_items ? "items" : "rows"); }));
-    t.push_back(choice("fused-quant", "OROCHI_FUSED_QUANT", {"on", "off"},
-                       "--precision fp8/int8: norms and SwiGLU write the next linear's per-token codes (off: a pass each)",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.fused_quantization = v == "on"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.fused_quantization ? "on" : "off"); }));
+    t.push_back(kernel_flag("flash-pingpong", "OROCHI_FLASH_PINGPONG", {"1", "0"},
+                            "the flash kernel's two consumer warpgroups alternate their MMAs",
+                            &K::flash_pingpong, "1"));
+    t.push_back(kernel_flag("flash-split-tail", "OROCHI_FLASH_SPLIT_TAIL", {"1", "0"},
+                            "the flash kernel splits a sparse last wave's units",
+                            &K::flash_split_tail, "1"));
+    t.push_back(kernel_flag("flash-rescale", "OROCHI_FLASH_RESCALE", {"lazy", "eager"},
+                            "lazy: a row's running max moves only when a key tile raises it by more than 2^8",
+                            &K::flash_lazy_rescale, "lazy"));
+    t.push_back(kernel_flag("gemm", "OROCHI_GEMM", {"cublas", "sm90a"},
+                            "the denoiser's linears: cuBLASLt, or Orochi's wgmma GEMM (experimental, slower)",
+                            &K::gemm_sm90a, "sm90a"));
+    t.push_back(kernel_flag("gemm-pick", "OROCHI_GEMM_PICK", {"timed", "heuristic"},
+                            "cuBLASLt algorithm: the fastest of its top candidates timed once, or its first pick",
+                            &K::gemm_timed_pick, "timed"));
+    t.push_back(kernel_flag("qk-norm", "OROCHI_QK_NORM_KERNEL", {"rows", "items"},
+                            "q/k norm + RoPE kernel: one block per row, or one warp per head",
+                            &K::qk_norm_items, "items"));
+    t.push_back(kernel_flag("fused-quant", "OROCHI_FUSED_QUANT", {"on", "off"},
+                            "--precision fp8/int8: norms and SwiGLU write the next linear's per-token codes (off: a pass each)",
+                            &K::fused_quantization, "on"));
     t.push_back(choice("attention-precision", "OROCHI_ATTENTION_PRECISION", {"auto", "bf16", "fp8"},
                        "the denoiser's attention GEMMs: auto (fp8 with --precision fp8, else bf16), bf16, or fp8 (sm_90a)",
                        [](RunSwitches& r, const std::string& v) {
@@ -92,18 +92,15 @@ const std::vector<Switch>& switches() {
                          const A a = r.kernels.attention_precision;
                          return std::string(a == A::kFp8 ? "fp8" : a == A::kBf16 ? "bf16" : "auto");
                        }));
-    t.push_back(choice("fp8-gemm-accum", "OROCHI_FP8_GEMM_ACCUM", {"promoted", "fast"},
-                       "--precision fp8: cuBLASLt's FP8 GEMMs promote their partial sums to f32, or not (fast)",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_gemm_fast_accum = v == "fast"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.fp8_gemm_fast_accum ? "fast" : "promoted"); }));
-    t.push_back(choice("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "0"},
-                       "FP8 attention: each key tile's P V summed in f32 (1), or in the FP8 MMA's accumulator (0)",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_promote = v == "1"; },
-                       [](const RunSwitches& r) { return on_off(r.kernels.fp8_attention_promote); }));
-    t.push_back(choice("fp8-attention-sums", "OROCHI_FP8_ATTENTION_SUMS", {"f32", "mma"},
-                       "FP8 attention's softmax denominators: f32 sums of the exponentials, or of P's e4m3 codes by an MMA",
-                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_mma_sums = v == "mma"; },
-                       [](const RunSwitches& r) { return std::string(r.kernels.fp8_attention_mma_sums ? "mma" : "f32"); }));
+    t.push_back(kernel_flag("fp8-gemm-accum", "OROCHI_FP8_GEMM_ACCUM", {"promoted", "fast"},
+                            "--precision fp8: cuBLASLt's FP8 GEMMs promote their partial sums to f32, or not (fast)",
+                            &K::fp8_gemm_fast_accum, "fast"));
+    t.push_back(kernel_flag("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "0"},
+                            "FP8 attention: each key tile's P V summed in f32 (1), or in the FP8 MMA's accumulator (0)",
+                            &K::fp8_attention_promote, "1"));
+    t.push_back(kernel_flag("fp8-attention-sums", "OROCHI_FP8_ATTENTION_SUMS", {"f32", "mma"},
+                            "FP8 attention's softmax denominators: f32 sums of the exponentials, or of P's e4m3 codes by an MMA",
+                            &K::fp8_attention_mma_sums, "mma"));
     t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
                        "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
                        [](RunSwitches& r, const std::string& v) {

@@ -123,7 +123,7 @@ TEST(H3GpuPrecision, QuantizedForwardsStayWithinTheirBoundsOfBf16AndF32) {
     const bool fp8_attention = k.attention == A::kAuto && k.precision == Precision::kFp8 && cuda::device_is_hopper();
     const GpuRun q = run_gpu(c, r, w, k.precision, {}, k.attention);
     ASSERT_FALSE(HasFailure()) << name;
-    if (cuda::device_is_hopper()) EXPECT_EQ(q.attention, fp8_attention ? "flash-fp8-sm90a" : "flash-sm90a") << name;
+    if (cuda::device_is_hopper()) EXPECT_EQ(q.attention, fp8_attention ? layers::gpu::kFp8AttentionKernel : "flash-sm90a") << name;
     if (k.attention == A::kBf16) fp8_linears = q.out;
     if (fp8_attention)  // the same linears; the attention alone moves the output
       EXPECT_GE(report("fp8+attn vs fp8", q.out, fp8_linears), 1e-4) << "the FP8 attention changed nothing";

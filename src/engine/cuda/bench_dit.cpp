@@ -270,7 +270,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   const double median = sorted[sorted.size() / 2], lo = sorted.front(), hi = sorted.back();
   // The floor at the ceilings of what ran: the block linears at --precision (the embedders and
   // heads, a sliver of the FLOPs, are counted there too), attention in FP8 or bf16.
-  const bool fp8_attention = runner0.attention_kernel() == "flash-fp8-sm90a";
+  const bool fp8_attention = runner0.attention_kernel() == layers::gpu::kFp8AttentionKernel;
   const double floor_s = flops.linear / (gemm_ceiling_tflops(o.precision) * 1e12) +
                          flops.attention / ((fp8_attention ? kFp8AttentionCeilingTflops : kAttentionCeilingTflops) * 1e12);
   const double used_gib = static_cast<double>(free_before - free_after) / kGiB;

@@ -49,7 +49,7 @@ Status AttentionRunner::attend(const void* q, const void* k, const void* v, void
 }
 
 std::string AttentionRunner::kernel_for(const cuda::AttentionShape& shape) const {
-  if (runs_fp8(shape)) return "flash-fp8-sm90a";
+  if (runs_fp8(shape)) return kFp8AttentionKernel;
   return flash_ && cuda::flash_attention_unsupported_reason(shape).empty() ? "flash-sm90a" : "cudnn";
 }
 

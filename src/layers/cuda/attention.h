@@ -17,6 +17,9 @@
 
 namespace orochi::layers::gpu {
 
+// kernel_for's name of Orochi's FP8 attention kernel (reports, the bench's ceiling choice, tests).
+inline constexpr const char* kFp8AttentionKernel = "flash-fp8-sm90a";
+
 class AttentionRunner {
  public:
   AttentionRunner() = default;

@@ -1,11 +1,9 @@
 #include "models/h3/block_forward.h"
 
-#include <span>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/attention_fp8.h"
-#include "core/dtype.h"
 #include "core/quantize.h"
 
 namespace orochi::h3 {
@@ -20,11 +18,7 @@ void notify(const H3Observer& observer, const std::string& name, const Tensor& t
 Tensor fp8_attention_emulated(const Qkv& qkv) {
   OROCHI_CHECK(qkv.q.dim(2) == fp8_attention::kHeadDim, "the FP8 attention emulation needs head dim 128, got ",
                qkv.q.dim(2));
-  auto bf16 = [](const Tensor& t) {
-    Tensor r = t.contiguous().clone();
-    for (float& x : std::span<float>(r.data<float>(), static_cast<size_t>(r.numel()))) x = round_to_bf16(x);
-    return r;
-  };
+  auto bf16 = [](const Tensor& t) { return t.to(DType::kBF16).to(DType::kF32); };
   const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(bf16(qkv.q), bf16(qkv.k), bf16(qkv.v));
   std::vector<int64_t> heads(static_cast<size_t>(qkv.q.dim(1)));
   for (size_t h = 0; h < heads.size(); ++h) heads[h] = static_cast<int64_t>(h);
