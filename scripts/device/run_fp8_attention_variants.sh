@@ -4,9 +4,9 @@
 #     (FP8_ATTN_TIME lines: bf16, FP8 with and without the pre-pass, P V promoted or not, the
 #     softmax denominators from an MMA against ones or not).
 #  2. `orochi bench dit --precision fp8` at 768p (RES) with the kernel's variants as run switches
-#     (VARIANTS, default "promoted unpromoted mma-sums mma-sums-unpromoted": fp8-attention-promote=1|0,
-#     fp8-attention-sums=f32|mma), the same weights and request, median forward of each, and each
-#     output against the first's (compare_h3_precision.py).
+#     (VARIANTS, default "promoted unpromoted mma-sums mma-sums-unpromoted"; also mma-p2, mma-p4:
+#     fp8-attention-promote=1|2|4|0, fp8-attention-sums=f32|mma), the same weights and request, median
+#     forward of each, and each output against the first's (compare_h3_precision.py).
 # (Session 18 also timed a softmax with a quarter / half of its exp2 on the FMA pipe, FlashAttention-4's
 # trick: no faster, 804 / 774 vs 807 TFLOP/s; the SFU is not this kernel's limit. Taken out again.)
 #  3. LONG=1: 1344x768x345 with 10 layers, bf16 vs fp8 (issue 25's third speed goal, <= 0.55x).
@@ -39,7 +39,9 @@ bench() {  # tag args...
 }
 
 declare -A flags=([promoted]="" [unpromoted]="--set fp8-attention-promote=0" [mma-sums]="--set fp8-attention-sums=mma"
-                  [mma-sums-unpromoted]="--set fp8-attention-sums=mma,fp8-attention-promote=0")
+                  [mma-sums-unpromoted]="--set fp8-attention-sums=mma,fp8-attention-promote=0"
+                  [mma-p2]="--set fp8-attention-sums=mma,fp8-attention-promote=2"
+                  [mma-p4]="--set fp8-attention-sums=mma,fp8-attention-promote=4")
 variants=(${VARIANTS:-promoted unpromoted mma-sums mma-sums-unpromoted})
 dumps=()
 for v in "${variants[@]}"; do

@@ -36,10 +36,11 @@ struct KernelOptions {
   // measured in the whole forward.
   bool fp8_gemm_fast_accum = false;
   AttentionPrecision attention_precision = AttentionPrecision::kAuto;
-  // The FP8 attention kernel's P V: each key tile's product promoted to an f32 sum (the default:
-  // the tensor cores' FP8 accumulator keeps fewer bits), or accumulated in place (7% faster kernel,
-  // 8.9e-2 instead of 5.3e-2 from exact at 106k keys; bench/RESULTS.md session 18).
-  bool fp8_attention_promote = true;
+  // The FP8 attention kernel's P V: the products of each group of this many key tiles promoted to an
+  // f32 sum (the tensor cores' FP8 accumulator keeps fewer bits and truncates), or (0) accumulated
+  // in place (7% faster kernel, 8.9e-2 instead of 5.3e-2 from exact at 106k keys; bench/RESULTS.md
+  // session 18). 1, 2 or 4.
+  int fp8_attention_promote_every = 1;
   // Its softmax denominators: f32 sums of the exponentials (the default), or sums of P's e4m3 codes
   // computed by the tensor cores (one m64n8 MMA against ones per key tile: no per-score add).
   bool fp8_attention_mma_sums = false;

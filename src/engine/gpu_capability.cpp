@@ -49,6 +49,9 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
   if (switches.kernels.fp8_attention_mma_sums && !switches.kernels.flash_pingpong)
     return invalid_argument("--set fp8-attention-sums=mma is built for the ping-pong schedule: drop flash-pingpong=0 or "
                             "fp8-attention-sums=mma");
+  if (switches.kernels.fp8_attention_promote_every > 1 && !switches.kernels.flash_pingpong)
+    return invalid_argument("--set fp8-attention-promote=" + std::to_string(switches.kernels.fp8_attention_promote_every) +
+                            " is built for the ping-pong schedule: drop flash-pingpong=0 or use fp8-attention-promote=1 or 0");
   RunSwitches out = switches;
   if (runs_sm90a(cc) && !switches.generic_kernels) return out;
   const std::string why = switches.generic_kernels && runs_sm90a(cc)

@@ -95,9 +95,10 @@ const std::vector<Switch>& switches() {
     t.push_back(kernel_flag("fp8-gemm-accum", "OROCHI_FP8_GEMM_ACCUM", {"promoted", "fast"},
                             "--precision fp8: cuBLASLt's FP8 GEMMs promote their partial sums to f32, or not (fast)",
                             &K::fp8_gemm_fast_accum, "fast"));
-    t.push_back(kernel_flag("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "0"},
-                            "FP8 attention: each key tile's P V summed in f32 (1), or in the FP8 MMA's accumulator (0)",
-                            &K::fp8_attention_promote, "1"));
+    t.push_back(choice("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "2", "4", "0"},
+                       "FP8 attention: P V summed in f32 after every 1, 2 or 4 key tiles, or only in the FP8 MMA's accumulator (0)",
+                       [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_promote_every = std::stoi(v); },
+                       [](const RunSwitches& r) { return std::to_string(r.kernels.fp8_attention_promote_every); }));
     t.push_back(kernel_flag("fp8-attention-sums", "OROCHI_FP8_ATTENTION_SUMS", {"f32", "mma"},
                             "FP8 attention's softmax denominators: f32 sums of the exponentials, or of P's e4m3 codes by an MMA",
                             &K::fp8_attention_mma_sums, "mma"));

@@ -73,8 +73,8 @@ struct Fp8Problem {
     ws = std::make_unique<DeviceBuffer>(cuda::flash_attention_fp8_workspace_bytes(s));
   }
   bool ready() const { return q->ptr && k->ptr && v->ptr && o->ptr && ws->ptr; }
-  FlashAttentionFp8Options options(bool pingpong = true, bool promote = true, bool mma_sums = false) const {
-    return FlashAttentionFp8Options{.pingpong = pingpong, .promote_pv = promote, .mma_sums = mma_sums,
+  FlashAttentionFp8Options options(bool pingpong = true, int promote_every = 1, bool mma_sums = false) const {
+    return FlashAttentionFp8Options{.pingpong = pingpong, .promote_every = promote_every, .mma_sums = mma_sums,
                                     .workspace = ws->ptr, .workspace_bytes = ws->bytes};
   }
   Status run(const FlashAttentionFp8Options& options) {
@@ -128,6 +128,21 @@ RowFactors row_factor_spread(const Tensor& a, const Tensor& b) {
     ++vectors;
   }
   return {worst_factor, vectors ? total / static_cast<double>(vectors) : 0.0, worst_residual};
+}
+
+// The mma sums' row factors (GPU: mma vs f32 sums) against the same factors of the CPU emulation
+// (sums of the codes vs of the exponentials). No fixed bound: e4m3's subnormals (P below 2^-6)
+// round with more than 2^-4 relative error, so flat rows over ~38k keys move by 7% on both sides
+// (session 19: 7.3e-2 on the H200), while a dropped tile or a misplaced rescale moves rows by 20-70%
+// (numpy model of the schedule).
+void expect_factors_like_the_emulation(const RowFactors& gpu, const RowFactors& emulated) {
+  EXPECT_LE(gpu.worst, emulated.worst + 1e-2);
+  EXPECT_LE(gpu.mean, 1.5 * emulated.mean + 1e-3);
+  EXPECT_LE(gpu.residual, 1e-2);  // bf16 output rounding (2^-9) of both, not a different numerator
+}
+
+std::string promote_name(int every) {
+  return every == 1 ? "" : every == 0 ? " unpromoted" : " promoted every " + std::to_string(every);
 }
 
 std::string case_name(const AttentionShape& s) {
@@ -200,8 +215,9 @@ TEST_P(FlashAttentionFp8VsCpu, MatchesTheEmulationAndExactAttention) {
   const testing::Comparison bf16_vs_exact = testing::compare(select_heads(bf16, heads), exact);
   const double emul_tolerance = s.s_kv <= 128 ? 1e-2 : 4e-2;
   Tensor first;
-  for (bool promote : {true, false})
+  for (int promote : {1, 0, 2, 4})
     for (bool pingpong : {true, false}) {
+      if (promote > 1 && !pingpong) continue;  // built for ping-pong only
       ASSERT_OK(p.run(p.options(pingpong, promote)));
       ASSERT_CUDA(cudaDeviceSynchronize());
       const Tensor gpu = p.output();
@@ -210,22 +226,29 @@ TEST_P(FlashAttentionFp8VsCpu, MatchesTheEmulationAndExactAttention) {
       const testing::Comparison vs_emul = testing::compare(mine, emulated);
       const testing::Comparison vs_exact = testing::compare(mine, exact);
       std::printf("FP8_ATTN %s%s%s rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e bf16_rel_l2_vs_exact %.3e (cos vs exact %.5f)\n",
-                  case_name(s).c_str(), promote ? "" : " unpromoted", pingpong ? "" : " plain", vs_emul.rel_l2,
+                  case_name(s).c_str(), promote_name(promote).c_str(), pingpong ? "" : " plain", vs_emul.rel_l2,
                   vs_exact.rel_l2, bf16_vs_exact.rel_l2, vs_exact.cosine);
       EXPECT_TRUE(vs_emul.same_nonfinite) << vs_emul.summary();
       EXPECT_LE(vs_emul.rel_l2, emul_tolerance) << vs_emul.summary();
       EXPECT_LE(vs_exact.rel_l2, 0.12) << vs_exact.summary();
       if (!first.defined()) {
         first = gpu;
-      } else if (promote) {  // the schedule never changes the numbers
+      } else if (promote == 1) {  // the schedule never changes the numbers
         const testing::Comparison same = testing::compare(gpu, first);
         EXPECT_TRUE(same.same_nonfinite && same.max_abs == 0) << "ping-pong changed the result: " << same.summary();
+      } else if (promote > 1) {  // groups of tiles: only the MMA accumulator's rounding inside a group
+        const testing::Comparison near = testing::compare(gpu, first);
+        EXPECT_LE(near.rel_l2, 2e-3) << "promoted every " << promote << " tiles: " << near.summary();
+        if (s.s_kv <= 128) {
+          EXPECT_EQ(near.max_abs, 0) << "one key tile: a group is a tile";
+        }
       }
     }
   // The mma row sums (sums of P's e4m3 codes by a wgmma against ones) against the emulation that
   // sums the codes, with the same bounds; promoted and not.
   const Tensor emulated_code_sums = cpu::attention_fp8_emulated(ops, heads, {}, cpu::Fp8RowSums::kCodes);
-  for (bool promote : {true, false}) {
+  const RowFactors emulated_factors = row_factor_spread(emulated_code_sums, emulated);
+  for (int promote : {1, 0, 4}) {
     ASSERT_OK(p.run(p.options(true, promote, true)));
     ASSERT_CUDA(cudaDeviceSynchronize());
     const Tensor gpu = p.output();
@@ -233,20 +256,19 @@ TEST_P(FlashAttentionFp8VsCpu, MatchesTheEmulationAndExactAttention) {
     const Tensor mine = select_heads(gpu, heads);
     const testing::Comparison vs_emul = testing::compare(mine, emulated_code_sums), vs_exact = testing::compare(mine, exact);
     std::printf("FP8_ATTN %s mma sums%s rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e\n", case_name(s).c_str(),
-                promote ? "" : " unpromoted", vs_emul.rel_l2, vs_exact.rel_l2);
+                promote_name(promote).c_str(), vs_emul.rel_l2, vs_exact.rel_l2);
     EXPECT_TRUE(vs_emul.same_nonfinite) << vs_emul.summary();
     EXPECT_LE(vs_emul.rel_l2, emul_tolerance) << vs_emul.summary();
     EXPECT_LE(vs_exact.rel_l2, 0.12) << vs_exact.summary();
-    if (promote) {  // against the default run (same P, same P V): one factor per row, near 1
-      const RowFactors f = row_factor_spread(gpu, first);
-      std::printf("FP8_ATTN %s mma sums vs f32 sums: |row factor - 1| max %.3e mean %.3e, max row residual %.3e\n",
-                  case_name(s).c_str(), f.worst, f.mean, f.residual);
-      // Each code is within 2^-4 of its exponential, so no row's sum can move by more than ~6.7%;
-      // a dropped tile or a misplaced rescale moves rows by 20-70% (numpy model of the schedule).
-      EXPECT_LE(f.worst, 0.07);
-      EXPECT_LE(f.mean, 1e-2);    // rounding errors of many codes mostly cancel (CPU emulation: 3.8e-3 rel L2)
-      EXPECT_LE(f.residual, 1e-2);  // bf16 output rounding (2^-9) of both, not a different numerator
-      if (s.s_kv >= 31) EXPECT_GT(f.mean, 1e-5) << "the mma sums changed nothing: are they used?";
+    if (promote == 1) {  // against the default run (same P, same P V): one factor per row, near 1
+      const RowFactors f = row_factor_spread(select_heads(gpu, heads), select_heads(first, heads));
+      std::printf("FP8_ATTN %s mma sums vs f32 sums: |row factor - 1| max %.3e mean %.3e, max row residual %.3e "
+                  "(emulation: max %.3e mean %.3e)\n",
+                  case_name(s).c_str(), f.worst, f.mean, f.residual, emulated_factors.worst, emulated_factors.mean);
+      expect_factors_like_the_emulation(f, emulated_factors);
+      if (s.s_kv >= 31) {
+        EXPECT_GT(f.mean, 1e-5) << "the mma sums changed nothing: are they used?";
+      }
     }
   }
   EXPECT_FALSE(cuda::flash_attention_fp8(p.q->ptr, p.k->ptr, p.v->ptr, p.o->ptr, s, nullptr, p.options(false, true, true))
@@ -298,15 +320,67 @@ TEST(FlashAttentionFp8, H3ShapesOnASpreadOfRows) {
     const Tensor mma = select_rows(select_heads(p.output(), heads), rows);
     const Tensor emulated_codes = cpu::attention_fp8_emulated(ops, heads, rows, cpu::Fp8RowSums::kCodes);
     const testing::Comparison mma_vs_emul = testing::compare(mma, emulated_codes), mma_vs_exact = testing::compare(mma, exact);
-    const RowFactors f = row_factor_spread(mma, mine);
+    const RowFactors f = row_factor_spread(mma, mine), fe = row_factor_spread(emulated_codes, emulated);
     std::printf("FP8_ATTN h3_S%ld_h8 mma sums rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e, |row factor - 1| max %.3e "
-                "mean %.3e\n",
-                static_cast<long>(S), mma_vs_emul.rel_l2, mma_vs_exact.rel_l2, f.worst, f.mean);
-    EXPECT_LE(f.worst, 0.07);
+                "mean %.3e (emulation: max %.3e mean %.3e)\n",
+                static_cast<long>(S), mma_vs_emul.rel_l2, mma_vs_exact.rel_l2, f.worst, f.mean, fe.worst, fe.mean);
+    expect_factors_like_the_emulation(f, fe);
     EXPECT_GT(f.mean, 1e-5) << "the mma sums changed nothing: are they used?";
-    EXPECT_LE(f.residual, 1e-2);
     EXPECT_LE(mma_vs_emul.rel_l2, 4e-2) << mma_vs_emul.summary();
     EXPECT_LE(mma_vs_exact.rel_l2, 0.12) << mma_vs_exact.summary();
+  }
+}
+
+// Scores that rise by ~12 (log2) from one key tile to the next, so the lazy running max moves on
+// every tile: the P V of a group of promoted tiles must be rescaled with O while the group is open
+// (a missed rescale weights the earlier tile 2^12 too much). Every grouping, with both kinds of
+// row sums, against the emulation (which uses each row's exact max: the same output up to rounding).
+TEST(FlashAttentionFp8, PromotedGroupsFollowARisingMax) {
+  REQUIRE_HOPPER();
+  const AttentionShape s{256, 9 * 128 - 50, 2, 128};  // 9 key tiles, the last one partial
+  Fp8Problem p(s, 21);
+  const int64_t H = s.heads, D = s.head_dim;
+  for (int64_t i = 0; i < s.s_q; ++i)
+    for (int64_t h = 0; h < H; ++h) p.in.q.data<float>()[(i * H + h) * D] += 4.f;
+  for (int64_t j = 0; j < s.s_kv; ++j)
+    for (int64_t h = 0; h < H; ++h) p.in.k.data<float>()[(j * H + h) * D] += 24.f * static_cast<float>(j / 128);
+  p.q = upload_bf16(p.in.q);  // exact: 4 and multiples of 24 up to 192 added to bf16 values
+  p.k = upload_bf16(p.in.k);
+  ASSERT_TRUE(p.ready());
+  {  // the inputs do what the test needs: row 0's tile maxima (log2 units) rise by more than the threshold
+    const float* q = p.in.q.data<float>();
+    const float* k = p.in.k.data<float>();
+    double last = -INFINITY;
+    for (int64_t t = 0; t < 9; ++t) {
+      double m = -INFINITY;
+      for (int64_t j = t * 128; j < std::min<int64_t>((t + 1) * 128, s.s_kv); ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += double(q[d]) * k[j * H * D + d];
+        m = std::max(m, dot / std::sqrt(128.0) / std::log(2.0));
+      }
+      if (t > 0) {
+        ASSERT_GT(m - last, fp8_attention::kLazyRescaleThreshold) << "tile " << t;
+      }
+      last = m;
+    }
+  }
+  const std::vector<int64_t> heads = {0, 1};
+  const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(p.in.q, p.in.k, p.in.v);
+  const Tensor exact = cpu_reference(p.in, heads);
+  for (bool mma_sums : {false, true}) {
+    const Tensor emulated =
+        cpu::attention_fp8_emulated(ops, heads, {}, mma_sums ? cpu::Fp8RowSums::kCodes : cpu::Fp8RowSums::kExponentials);
+    for (int promote : {1, 2, 4, 0}) {
+      ASSERT_OK(p.run(p.options(true, promote, mma_sums)));
+      ASSERT_CUDA(cudaDeviceSynchronize());
+      const Tensor gpu = p.output();
+      EXPECT_EQ(count_nonfinite(gpu), 0);
+      const testing::Comparison vs_emul = testing::compare(gpu, emulated), vs_exact = testing::compare(gpu, exact);
+      std::printf("FP8_ATTN rising max%s%s rel_l2_vs_emul %.3e rel_l2_vs_exact %.3e\n", mma_sums ? " mma sums" : "",
+                  promote_name(promote).c_str(), vs_emul.rel_l2, vs_exact.rel_l2);
+      EXPECT_LE(vs_emul.rel_l2, 4e-2) << vs_emul.summary();
+      EXPECT_LE(vs_exact.rel_l2, 0.12) << vs_exact.summary();
+    }
   }
 }
 
@@ -372,11 +446,15 @@ TEST(FlashAttentionFp8, TimingInformative) {
     ASSERT_TRUE(split_ws.ptr && ws.ptr);
     const cuda::FlashAttentionOptions bf16{.workspace = split_ws.ptr, .workspace_bytes = *split_bytes};
     const FlashAttentionFp8Options fp8{.workspace = ws.ptr, .workspace_bytes = ws.bytes};
-    FlashAttentionFp8Options fp8_unpromoted = fp8, fp8_mma_sums = fp8, fp8_mma_sums_unpromoted = fp8;
-    fp8_unpromoted.promote_pv = false;
-    fp8_mma_sums.mma_sums = true;
-    fp8_mma_sums_unpromoted.mma_sums = true;
-    fp8_mma_sums_unpromoted.promote_pv = false;
+    auto variant = [&](bool mma_sums, int promote_every) {
+      FlashAttentionFp8Options o = fp8;
+      o.mma_sums = mma_sums;
+      o.promote_every = promote_every;
+      return o;
+    };
+    const FlashAttentionFp8Options fp8_unpromoted = variant(false, 0), fp8_mma_sums = variant(true, 1),
+                                   fp8_mma_sums_p2 = variant(true, 2), fp8_mma_sums_p4 = variant(true, 4),
+                                   fp8_mma_sums_unpromoted = variant(true, 0);
     struct Candidate {
       const char* name;
       std::function<Status()> run;
@@ -390,6 +468,10 @@ TEST(FlashAttentionFp8, TimingInformative) {
          [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_unpromoted); }},
         {"fp8 kernel mma sums",
          [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_mma_sums); }},
+        {"fp8 kernel mma sums prom. 2",
+         [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_mma_sums_p2); }},
+        {"fp8 kernel mma sums prom. 4",
+         [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_mma_sums_p4); }},
         {"fp8 kernel mma sums unprom.",
          [&] { return cuda::flash_attention_fp8_from_workspace(o.ptr, shape, stream, fp8_mma_sums_unpromoted); }}};
     for (const Candidate& cand : candidates) {

@@ -39,7 +39,7 @@ Status check_call(const AttentionShape& shape, const FlashAttentionFp8Options& o
 FlashAttentionFp8Options flash_attention_fp8_options(const backends::KernelOptions& kernels) {
   FlashAttentionFp8Options o;
   o.pingpong = kernels.flash_pingpong;
-  o.promote_pv = kernels.fp8_attention_promote;
+  o.promote_every = kernels.fp8_attention_promote_every;
   o.mma_sums = kernels.fp8_attention_mma_sums;
   return o;
 }
@@ -84,6 +84,14 @@ Status flash_attention_fp8_from_workspace(void* o, const AttentionShape& shape, 
     return Status(ErrorCode::kInvalidArgument,
                   "FP8 attention: the MMA row sums (fp8-attention-sums=mma) are built for the ping-pong schedule only "
                   "(flash-pingpong=1)");
+  const int every = options.promote_every;
+  if (every != 0 && every != 1 && every != 2 && every != 4)
+    return Status(ErrorCode::kInvalidArgument, "FP8 attention: P V is promoted every 1, 2 or 4 key tiles, or never (0); got " +
+                                                   std::to_string(every));
+  if (!options.pingpong && every > 1)
+    return Status(ErrorCode::kInvalidArgument,
+                  "FP8 attention: promoting P V every 2 or 4 key tiles is built for the ping-pong schedule only "
+                  "(flash-pingpong=1)");
   const fp8_attention::Fp8AttentionLayout lay = layout_of(shape);
   auto* ws = static_cast<uint8_t*>(options.workspace);
   sm90a::FlashAttentionFp8Launch l;
@@ -99,7 +107,7 @@ Status flash_attention_fp8_from_workspace(void* o, const AttentionShape& shape, 
   l.s_kv = static_cast<int>(shape.s_kv);
   l.heads = static_cast<int>(shape.heads);
   l.pingpong = options.pingpong;
-  l.promote_pv = options.promote_pv;
+  l.promote_every = options.promote_every;
   l.mma_sums = options.mma_sums;
   return cuda_status(sm90a::launch_flash_attention_fp8(l, stream), "FP8 attention launch");
 }

@@ -29,7 +29,7 @@ size_t flash_attention_fp8_workspace_bytes(const AttentionShape& shape);
 
 struct FlashAttentionFp8Options {
   bool pingpong = true;    // the two consumer warpgroups alternate their MMAs
-  bool promote_pv = true;  // each key tile's P V summed into O in f32 registers (sm90a launch header)
+  int promote_every = 1;   // key tiles per P V group summed into O in f32: 1, 2, 4, or 0 (sm90a launch header)
   bool mma_sums = false;   // softmax denominators as sums of P's e4m3 codes by an MMA (ping-pong only)
   void* workspace = nullptr;
   size_t workspace_bytes = 0;

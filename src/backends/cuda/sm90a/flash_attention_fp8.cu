@@ -14,6 +14,9 @@
 //   - the row sums add the f32 exponentials (not their e4m3 roundings), or (kMmaSums) come from a
 //     wgmma m64n8k32 of P against a constant all-ones tile: the sums of P's e4m3 codes, the very
 //     weights P V uses, with no per-score add (a fresh accumulator per key tile, added in f32);
+//   - P V is summed per group of kPromoteEvery key tiles in a fresh accumulator and each group added
+//     to O in f32 registers (Hopper's FP8 MMA accumulator keeps ~14 bits and truncates: over hundreds
+//     of tiles its error grows linearly), or (0) accumulated in O directly;
 //   - no split of a sparse last wave (the bf16 kernel's split tail is left out here).
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -140,7 +143,7 @@ __device__ __forceinline__ void issue_qk(float (&s)[64], uint32_t q_addr, uint32
 }
 
 // O[64 x 128] (+)= P[64 x 128 keys] V[128 keys x 128]: 4 k-steps of 32 keys (32 bytes of each V^T
-// row). accumulate = false starts from zero (the promoted, per-tile accumulator).
+// row). accumulate = false starts from zero (the first tile of a promoted group).
 __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[16], uint32_t vt_addr, bool accumulate) {
 #pragma unroll
   for (int kc = 0; kc < 4; ++kc) {
@@ -174,7 +177,7 @@ struct KernelParams {
   float scale_log2;
 };
 
-template <bool kPingPong, bool kPromote, bool kMmaSums>
+template <bool kPingPong, int kPromoteEvery, bool kMmaSums>
 __global__ void __launch_bounds__(kThreads, 1)
     flash_attention_fp8_kernel(const __grid_constant__ CUtensorMap tm_q, const __grid_constant__ CUtensorMap tm_k,
                                const __grid_constant__ CUtensorMap tm_vt, const KernelParams prm) {
@@ -230,7 +233,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float* k_scale = prm.k_scale + head * tiles;
 
   float s_acc[64], o_acc[64];
-  float o_tile[kPromote ? 64 : 1];
+  constexpr bool kPromote = kPromoteEvery > 0;
+  constexpr int kGroup = kPromote ? kPromoteEvery : 1;  // a divisor even when unused
+  float o_tile[kPromote ? 64 : 1];  // the current group's P V
   float p_sums[4] = {0.f, 0.f, 0.f, 0.f};  // kMmaSums: one key tile's row sums
   uint32_t p[16];
 #pragma unroll
@@ -266,8 +271,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_fence();
     issue_qk(s_acc, q_addr, k_addr + s * kTileBytes);
     wgmma_commit();
+    // Key tile j - 1's P V: it opens a group (fresh accumulator) or joins the open one.
+    const bool group_ends = kPromote && (j - 1) % kGroup == kGroup - 1;
     if constexpr (kPromote) {
-      issue_pv(o_tile, p, v_addr + prev * kTileBytes, false);
+      issue_pv(o_tile, p, v_addr + prev * kTileBytes, (j - 1) % kGroup != 0);
     } else {
       issue_pv(o_acc, p, v_addr + prev * kTileBytes, true);
     }
@@ -282,7 +289,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     pin_registers(p);
     if constexpr (kPromote) {
       pin_registers(o_tile);
-      add_tile(o_acc, o_tile);
+      if (group_ends) {
+        add_tile(o_acc, o_tile);
+      } else {  // the open group continues at tile j's max, like O
+        rescale_output(o_tile, f0, f1);
+      }
     } else {
       pin_registers(o_acc);
     }
@@ -301,7 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kPingPong) named_barrier_sync(my_turn, 256);
   wgmma_fence();
   if constexpr (kPromote) {
-    issue_pv(o_tile, p, v_addr + last * kTileBytes, false);
+    issue_pv(o_tile, p, v_addr + last * kTileBytes, (tiles - 1) % kGroup != 0);
   } else {
     issue_pv(o_acc, p, v_addr + last * kTileBytes, true);
   }
@@ -350,17 +361,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <bool kPingPong, bool kPromote, bool kMmaSums>
+template <bool kPingPong, int kPromoteEvery, bool kMmaSums>
 cudaError_t launch(const FlashAttentionFp8Launch& l, cudaStream_t stream) {
   constexpr uint32_t kSharedBytes = Layout::kSharedBytes;
   if (cudaError_t e =
-          opt_in_shared_memory<flash_attention_fp8_kernel<kPingPong, kPromote, kMmaSums>>(static_cast<int>(kSharedBytes));
+          opt_in_shared_memory<flash_attention_fp8_kernel<kPingPong, kPromoteEvery, kMmaSums>>(static_cast<int>(kSharedBytes));
       e != cudaSuccess)
     return e;
   const int q_tiles = (l.s_q + kBlockM - 1) / kBlockM, k_tiles = (l.s_kv + kBlockN - 1) / kBlockN;
   KernelParams prm{static_cast<__nv_bfloat16*>(l.o), l.q_scale, l.k_scale, l.v_scale, l.s_q, l.s_kv, l.heads,
                    q_tiles, k_tiles, static_cast<float>(fp8_attention::kScoreScaleLog2)};
-  flash_attention_fp8_kernel<kPingPong, kPromote, kMmaSums>
+  flash_attention_fp8_kernel<kPingPong, kPromoteEvery, kMmaSums>
       <<<static_cast<unsigned>(q_tiles) * static_cast<unsigned>(l.heads), kThreads, kSharedBytes, stream>>>(l.q, l.k, l.vt,
                                                                                                           prm);
   return cudaGetLastError();
@@ -373,12 +384,20 @@ cudaError_t launch_flash_attention_fp8(const FlashAttentionFp8Launch& l, cudaStr
       l.v_scale == nullptr)
     return cudaErrorInvalidValue;
   // The mma row sums are built for the ping-pong schedule (the one the engine runs).
-  if (l.mma_sums) {
-    if (!l.pingpong) return cudaErrorInvalidValue;
-    return l.promote_pv ? launch<true, true, true>(l, stream) : launch<true, false, true>(l, stream);
+  if (l.mma_sums && !l.pingpong) return cudaErrorInvalidValue;
+  // Without ping-pong (a timing baseline) only promotion per tile or none.
+  if (!l.pingpong) {
+    if (l.promote_every == 1) return launch<false, 1, false>(l, stream);
+    if (l.promote_every == 0) return launch<false, 0, false>(l, stream);
+    return cudaErrorInvalidValue;
   }
-  if (l.pingpong) return l.promote_pv ? launch<true, true, false>(l, stream) : launch<true, false, false>(l, stream);
-  return l.promote_pv ? launch<false, true, false>(l, stream) : launch<false, false, false>(l, stream);
+  switch (l.promote_every) {
+    case 0: return l.mma_sums ? launch<true, 0, true>(l, stream) : launch<true, 0, false>(l, stream);
+    case 1: return l.mma_sums ? launch<true, 1, true>(l, stream) : launch<true, 1, false>(l, stream);
+    case 2: return l.mma_sums ? launch<true, 2, true>(l, stream) : launch<true, 2, false>(l, stream);
+    case 4: return l.mma_sums ? launch<true, 4, true>(l, stream) : launch<true, 4, false>(l, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace orochi::cuda::sm90a

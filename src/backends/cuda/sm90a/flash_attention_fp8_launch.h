@@ -29,10 +29,11 @@ struct FlashAttentionFp8Launch {
   void* o = nullptr;                                                      // [s_q, heads, 128] bf16
   int s_q = 0, s_kv = 0, heads = 0;
   bool pingpong = true;  // the two consumer warpgroups take turns issuing their MMAs
-  // Each key tile's P V goes to a fresh accumulator that is added to O in f32 registers: the
-  // tensor cores' FP8 accumulation keeps fewer bits than f32 (DeepSeek-V3's report), which would
-  // add up over hundreds of key tiles. false: accumulate into O directly.
-  bool promote_pv = true;
+  // P V of each group of `promote_every` key tiles (1, 2 or 4) goes to a fresh accumulator that is
+  // added to O in f32 registers: the tensor cores' FP8 accumulation keeps fewer bits than f32 and
+  // truncates (DeepSeek-V3's report), which adds up over hundreds of key tiles. 0: accumulate into
+  // O directly. Without ping-pong only 1 or 0.
+  int promote_every = 1;
   // The softmax denominators: each thread's f32 exponentials added and reduced over the quad
   // (false), or sums of P's e4m3 codes by a wgmma against an all-ones tile (true; ping-pong only).
   bool mma_sums = false;
