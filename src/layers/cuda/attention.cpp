@@ -21,7 +21,7 @@ Expected<size_t> AttentionRunner::workspace_bytes(std::span<const cuda::Attentio
     bytes = std::max(bytes, flash_ws);
   }
   for (const cuda::AttentionShape& shape : shapes)  // so do the FP8 kernel's codes and scales
-    if (runs_fp8(shape)) bytes = std::max(bytes, cuda::flash_attention_fp8_workspace_bytes(shape));
+    if (choose(shape) == Kernel::kFlashFp8) bytes = std::max(bytes, cuda::flash_attention_fp8_workspace_bytes(shape));
   return bytes;
 }
 
@@ -37,20 +37,28 @@ void AttentionRunner::release_workspace() {
   flash_options_.workspace_bytes = fp8_options_.workspace_bytes = 0;
 }
 
-bool AttentionRunner::runs_fp8(const cuda::AttentionShape& shape) const {
-  return fp8_ && cuda::flash_attention_fp8_unsupported_reason(shape).empty();
+AttentionRunner::Kernel AttentionRunner::choose(const cuda::AttentionShape& shape) const {
+  if (fp8_ && cuda::flash_attention_fp8_unsupported_reason(shape).empty()) return Kernel::kFlashFp8;
+  if (flash_ && cuda::flash_attention_unsupported_reason(shape).empty()) return Kernel::kFlash;
+  return Kernel::kCudnn;
 }
 
 Status AttentionRunner::attend(const void* q, const void* k, const void* v, void* o, const cuda::AttentionShape& shape) {
-  if (runs_fp8(shape)) return cuda::flash_attention_fp8(q, k, v, o, shape, stream_, fp8_options_);
-  if (flash_ && cuda::flash_attention_unsupported_reason(shape).empty())
-    return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
+  switch (choose(shape)) {
+    case Kernel::kFlashFp8: return cuda::flash_attention_fp8(q, k, v, o, shape, stream_, fp8_options_);
+    case Kernel::kFlash: return cuda::flash_attention(q, k, v, o, shape, stream_, flash_options_);
+    case Kernel::kCudnn: break;
+  }
   return cudnn_->run(q, k, v, o, shape, stream_);
 }
 
 std::string AttentionRunner::kernel_for(const cuda::AttentionShape& shape) const {
-  if (runs_fp8(shape)) return kFp8AttentionKernel;
-  return flash_ && cuda::flash_attention_unsupported_reason(shape).empty() ? "flash-sm90a" : "cudnn";
+  switch (choose(shape)) {
+    case Kernel::kFlashFp8: return kFp8AttentionKernel;
+    case Kernel::kFlash: return "flash-sm90a";
+    case Kernel::kCudnn: break;
+  }
+  return "cudnn";
 }
 
 }  // namespace orochi::layers::gpu

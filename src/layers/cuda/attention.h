@@ -47,7 +47,11 @@ class AttentionRunner {
   std::string kernel_for(const cuda::AttentionShape& shape) const;
 
  private:
-  bool runs_fp8(const cuda::AttentionShape& shape) const;
+  // The kernel a shape runs on, decided here only (attend, kernel_for and workspace_bytes ask it):
+  // FP8 where it was chosen and the shape fits that kernel, else bf16 flash where it was chosen and
+  // fits, else cuDNN.
+  enum class Kernel { kFlashFp8, kFlash, kCudnn };
+  Kernel choose(const cuda::AttentionShape& shape) const;
 
   bool flash_ = true;
   bool fp8_ = false;
