@@ -117,9 +117,10 @@ TEST(Precision, A24GiBGpuKeepsMoreBlocksResident) {
 // fp8 blocks (half the bytes) stream far fewer than bf16's.
 TEST(Precision, BenchStreamingPlansAtThePrecision) {
   const h3::H3Config c = released();
-  Expected<engine::StreamingChoice> bf16 = engine::plan_streaming(c, "1344x768", 124, 256, 24, "host", 2);
+  Expected<engine::StreamingChoice> bf16 =
+      engine::plan_streaming(c, "1344x768", 124, 256, 24, "host", 2, Precision::kBf16, /*fp8_attention=*/false);
   Expected<engine::StreamingChoice> fp8 =
-      engine::plan_streaming(c, "1344x768", 124, 256, 24, "host", 2, Precision::kFp8);
+      engine::plan_streaming(c, "1344x768", 124, 256, 24, "host", 2, Precision::kFp8, /*fp8_attention=*/false);
   ASSERT_TRUE(bf16.has_value() && fp8.has_value()) << bf16.status().to_string() << fp8.status().to_string();
   std::printf("24 GiB, 768p bench: %d of 50 blocks streamed in bf16, %d in fp8\n", bf16->count(), fp8->count());
   EXPECT_GT(fp8->count(), 0);
@@ -195,7 +196,7 @@ TEST(Precision, QuantizedRunsPlanTheirActivationBuffers) {
   shape.rows = 37966, shape.text_rows = 256, shape.video_rows = 37296, shape.audio_rows = 414, shape.timesteps = 2;
   auto buffers = [&](Precision p) {
     std::map<std::string, uint64_t> bytes;
-    for (const BufferBytes& b : h3_request_buffers(c, shape, ParallelLayout{}, {}, p))
+    for (const BufferBytes& b : h3_request_buffers(c, shape, ParallelLayout{}, {}, p, /*fp8_attention=*/false))
       bytes[b.name.substr(0, b.name.find(' '))] += b.bytes;
     return bytes;
   };

@@ -27,6 +27,6 @@ struct StreamingChoice {
 // resolved attention-precision (backends::KernelOptions::fp8_attention), whose workspace counts.
 Expected<StreamingChoice> plan_streaming(const h3::H3Config& config, const std::string& canvas, int64_t frames,
                                          int64_t text_rows, double vram_gib, const std::string& tier, int slots,
-                                         Precision precision = Precision::kBf16, bool fp8_attention = false);
+                                         Precision precision, bool fp8_attention);
 
 }  // namespace orochi::engine

@@ -130,7 +130,8 @@ std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& c, const Request
 
 uint64_t h3_request_arena_bytes(const h3::H3Config& config, const RequestShape& shape) {
   uint64_t bytes = kArenaAlignment;  // request_arena_bytes adds one alignment
-  for (const BufferBytes& b : h3_request_buffers(config, shape, ParallelLayout{}, {}))
+  for (const BufferBytes& b :
+       h3_request_buffers(config, shape, ParallelLayout{}, {}, Precision::kBf16, /*fp8_attention=*/false))
     if (b.name != "cuBLASLt workspace") bytes += b.bytes;  // the GEMM runner allocates its own
   return bytes;
 }

@@ -40,7 +40,7 @@ std::vector<WeightGroup> h3_weight_groups(const h3::H3Config& config, const Para
 // `fp8_attention` sizes the attention workspace for the FP8 kernel's codes and scales.
 std::vector<BufferBytes> h3_request_buffers(const h3::H3Config& config, const RequestShape& shape,
                                             const ParallelLayout& layout, const dist::SequenceParallelOptions& sp,
-                                            Precision precision = Precision::kBf16, bool fp8_attention = false);
+                                            Precision precision, bool fp8_attention);
 
 // Sum of h3_request_buffers for one GPU (layout none): what request_arena_bytes() gives, with the
 // attention workspace estimated (cuDNN reports its own only on a GPU).

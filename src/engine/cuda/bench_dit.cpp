@@ -87,7 +87,8 @@ void one_gpu_figures(const h3::H3Config& config, const pipeline::PackedLayout& l
   shape.video_rows = layout.video_indices.numel();
   shape.audio_rows = layout.audio_indices.numel();
   shape.timesteps = timesteps;
-  for (const planner::BufferBytes& b : planner::h3_request_buffers(config, shape, planner::ParallelLayout{}, switches.sp))
+  for (const planner::BufferBytes& b : planner::h3_request_buffers(config, shape, planner::ParallelLayout{}, switches.sp,
+                                                                   Precision::kBf16, /*fp8_attention=*/false))
     request += b.bytes;
   *weights_gib = static_cast<double>(weights) / kGiB;
   *request_gib = static_cast<double>(request) / kGiB;
