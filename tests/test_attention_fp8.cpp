@@ -14,6 +14,7 @@
 #include "core/fp8.h"
 #include "support/compare.h"
 #include "support/random.h"
+#include "support/rising_scores.h"
 
 namespace orochi {
 namespace {
@@ -153,6 +154,19 @@ TEST(AttentionFp8Cpu, EmulationErrorOnDitLikeInputs) {
                 a.rel_l2, between.rel_l2);
     EXPECT_GT(between.rel_l2, 1e-5);
     EXPECT_LT(b.rel_l2, 1.1 * a.rel_l2);
+  }
+  // Scores rising by ~12 (log2) per key tile (the GPU test of promoted P V groups uses them): the
+  // emulation stays as close to exact as on plain inputs, so the GPU test can hold the kernel to it.
+  {
+    DitLikeInputs in = dit_like(256, 9 * 128 - 50, 2, 21, 4.f);
+    testing::make_scores_rise_per_key_tile(in.q, in.k);
+    const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(in.q, in.k, in.v);
+    const Tensor exact = cpu::attention(in.q, in.k, in.v);
+    const testing::Comparison c = testing::compare(cpu::attention_fp8_emulated(ops, {0, 1}), exact);
+    std::printf("FP8_ATTN_CPU rising scores: emulation vs exact f32 %s\n", c.summary().c_str());
+    EXPECT_LT(c.rel_l2, 0.11) << c.summary();
+    // Plain attention on them is the last key tile's: the rise is as large as the test needs.
+    EXPECT_GT(testing::rising_scores_log2_per_tile(), 3 * fp8_attention::kLazyRescaleThreshold);
   }
   // A row subset of one head is the same numbers as the full run's.
   const DitLikeInputs in = dit_like(130, 200, 2, 3, 1.f);

@@ -104,9 +104,15 @@ TEST(GpuCapability, AttentionPrecisionAutoFollowsTheLinearsOnHopperOnly) {
   EXPECT_FALSE(given("attention-precision=bf16").kernels.fp8_attention(Precision::kFp8));
   EXPECT_TRUE(given("attention-precision=fp8").kernels.fp8_attention(Precision::kBf16));
   EXPECT_EQ(run_switches_json(RunSwitches{})["attention-precision"], "auto");
-  EXPECT_TRUE(given("fp8-gemm-accum=fast").kernels.fp8_gemm_fast_accum);
-  EXPECT_FALSE(RunSwitches{}.kernels.fp8_gemm_fast_accum);
-  EXPECT_EQ(run_switches_json(given("fp8-gemm-accum=fast"))["fp8-gemm-accum"], "fast");
+  // The measured defaults (session 19): fast FP8 GEMM accumulation, mma row sums, P V promoted every 4 tiles.
+  EXPECT_TRUE(RunSwitches{}.kernels.fp8_gemm_fast_accum);
+  EXPECT_FALSE(given("fp8-gemm-accum=promoted").kernels.fp8_gemm_fast_accum);
+  EXPECT_EQ(run_switches_json(given("fp8-gemm-accum=promoted"))["fp8-gemm-accum"], "promoted");
+  EXPECT_EQ(run_switches_json(RunSwitches{})["fp8-attention-sums"], "mma");
+  EXPECT_EQ(run_switches_json(RunSwitches{})["fp8-attention-promote"], "4");
+  EXPECT_EQ(given("fp8-attention-promote=2").kernels.fp8_attention_promote_every, 2);
+  RunSwitches three;
+  EXPECT_FALSE(set_run_switches(three, "fp8-attention-promote=3").is_ok());
   // attention=cudnn keeps auto on cuDNN's bf16 attention, and contradicts an explicit fp8.
   EXPECT_FALSE(given("attention=cudnn").kernels.fp8_attention(Precision::kFp8));
   const Expected<RunSwitches> both = switches_for_gpu(given("attention=cudnn,attention-precision=fp8"), Precision::kFp8,
@@ -123,6 +129,19 @@ TEST(GpuCapability, AttentionPrecisionAutoFollowsTheLinearsOnHopperOnly) {
       switches_for_gpu(given("fp8-attention-sums=mma,flash-pingpong=0"), Precision::kFp8, {9, 0}, "H200");
   ASSERT_FALSE(plain.has_value());
   EXPECT_NE(plain.status().message().find("ping-pong"), std::string::npos) << plain.status().message();
+  const Expected<RunSwitches> grouped =
+      switches_for_gpu(given("fp8-attention-promote=4,flash-pingpong=0"), Precision::kFp8, {9, 0}, "H200");
+  ASSERT_FALSE(grouped.has_value());
+  EXPECT_NE(grouped.status().message().find("ping-pong"), std::string::npos) << grouped.status().message();
+  // flash-pingpong=0 alone: the defaults fall back to what that schedule has (f32 sums, per tile).
+  const Expected<RunSwitches> fallback = switches_for_gpu(given("flash-pingpong=0"), Precision::kFp8, {9, 0}, "H200");
+  ASSERT_TRUE(fallback.has_value()) << fallback.status().to_string();
+  EXPECT_FALSE(fallback->kernels.fp8_attention_mma_sums);
+  EXPECT_EQ(fallback->kernels.fp8_attention_promote_every, 1);
+  const Expected<RunSwitches> never = switches_for_gpu(given("flash-pingpong=0,fp8-attention-promote=0"), Precision::kFp8,
+                                                       {9, 0}, "H200");
+  ASSERT_TRUE(never.has_value()) << never.status().to_string();
+  EXPECT_EQ(never->kernels.fp8_attention_promote_every, 0);
   RunSwitches bad;
   const Status s = set_run_switches(bad, "attention-precision=int8");
   ASSERT_FALSE(s.is_ok());

@@ -8,7 +8,8 @@
 #     fp8lin keeps attention bf16, --set attention-precision=bf16; also bf16attn8: bf16 linears with
 #     FP8 attention, fp8fast: fp8 with --set fp8-gemm-accum=fast; fp8mma4 / fp8mma0: the FP8
 #     attention's mma row sums with P V promoted every 4 key tiles / never; fp8mma4fast: fp8mma4 with
-#     fp8-gemm-accum=fast) on the same weights and request
+#     fp8-gemm-accum=fast, fp8's defaults since session 19; fp8first: session 18's defaults, f32 sums,
+#     P V promoted per tile, promoted GEMM accumulation) on the same weights and request
 #     (seed), median forward time of each, then rel L2 and cosine of each output against the bf16
 #     output (compare_h3_precision.py).
 #  3. The error against depth at 480p (DEPTHS, default "1 10 25"; 50 is step 2): the same at fewer
@@ -44,6 +45,7 @@ variant_args() {
     fp8lin) echo "--precision fp8 --set attention-precision=bf16" ;;
     bf16attn8) echo "--precision bf16 --set attention-precision=fp8" ;;
     fp8fast) echo "--precision fp8 --set fp8-gemm-accum=fast" ;;
+    fp8first) echo "--precision fp8 --set fp8-attention-sums=f32,fp8-attention-promote=1,fp8-gemm-accum=promoted" ;;
     fp8mma4) echo "--precision fp8 --set fp8-attention-sums=mma,fp8-attention-promote=4" ;;
     fp8mma0) echo "--precision fp8 --set fp8-attention-sums=mma,fp8-attention-promote=0" ;;
     fp8mma4fast) echo "--precision fp8 --set fp8-attention-sums=mma,fp8-attention-promote=4,fp8-gemm-accum=fast" ;;

@@ -32,18 +32,20 @@ struct KernelOptions {
   bool fused_quantization = true;
   // --precision fp8: cuBLASLt's FP8 GEMMs with CUBLASLT_MATMUL_DESC_FAST_ACCUM (the MMA's partial
   // sums not promoted to f32 every few K steps): 8-9% faster per block's linears on an H200 at the
-  // same per-GEMM error next to e4m3's rounding (bench/RESULTS.md, FP8 and INT8 GEMMs). Off until
-  // measured in the whole forward.
-  bool fp8_gemm_fast_accum = false;
+  // same per-GEMM error next to e4m3's rounding (bench/RESULTS.md, FP8 and INT8 GEMMs); the whole
+  // 768p forward 3% faster at the same distance to bf16 (2.653e-2 vs 2.651e-2, session 19).
+  bool fp8_gemm_fast_accum = true;
   AttentionPrecision attention_precision = AttentionPrecision::kAuto;
   // The FP8 attention kernel's P V: the products of each group of this many key tiles promoted to an
   // f32 sum (the tensor cores' FP8 accumulator keeps fewer bits and truncates), or (0) accumulated
-  // in place (7% faster kernel, 8.9e-2 instead of 5.3e-2 from exact at 106k keys; bench/RESULTS.md
-  // session 18). 1, 2 or 4.
-  int fp8_attention_promote_every = 1;
-  // Its softmax denominators: f32 sums of the exponentials (the default), or sums of P's e4m3 codes
-  // computed by the tensor cores (one m64n8 MMA against ones per key tile: no per-score add).
-  bool fp8_attention_mma_sums = false;
+  // in place. 1, 2, 4 or 0. Session 19 (bench/RESULTS.md), 768p forward with the mma sums: every 4
+  // tiles 4.166 s at bf16's 2.651e-2, per tile 4.198 s; never 4.000 s but 3.04e-2 from bf16 (and
+  // 8.8e-2 instead of 5.3e-2 from exact at 106k keys in the kernel test).
+  int fp8_attention_promote_every = 4;
+  // Its softmax denominators: sums of P's e4m3 codes computed by the tensor cores (one m64n8 MMA
+  // against ones per key tile: no per-score add; the weights P V uses), or f32 sums of the
+  // exponentials (false). Needs the ping-pong schedule: flash-pingpong=0 falls back to f32 sums.
+  bool fp8_attention_mma_sums = true;
 
   // Whether the denoiser's attention runs in FP8 with linears in `linears`: the one place that
   // resolves attention-precision=auto (runner, planner and report all ask here).

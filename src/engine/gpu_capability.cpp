@@ -46,13 +46,21 @@ Expected<RunSwitches> switches_for_gpu(const RunSwitches& switches, Precision pr
   if (switches.kernels.attention_precision == backends::AttentionPrecision::kFp8 && !switches.kernels.flash_attention)
     return invalid_argument("--set attention-precision=fp8 runs Orochi's FP8 kernel and attention=cudnn asks for cuDNN's "
                             "bf16 attention: drop one of the two");
-  if (switches.kernels.fp8_attention_mma_sums && !switches.kernels.flash_pingpong)
-    return invalid_argument("--set fp8-attention-sums=mma is built for the ping-pong schedule: drop flash-pingpong=0 or "
-                            "fp8-attention-sums=mma");
-  if (switches.kernels.fp8_attention_promote_every > 1 && !switches.kernels.flash_pingpong)
-    return invalid_argument("--set fp8-attention-promote=" + std::to_string(switches.kernels.fp8_attention_promote_every) +
-                            " is built for the ping-pong schedule: drop flash-pingpong=0 or use fp8-attention-promote=1 or 0");
   RunSwitches out = switches;
+  // The FP8 attention's defaults (mma sums, P V promoted every 4 tiles) are built for the ping-pong
+  // schedule: flash-pingpong=0 alone falls back to f32 sums and promotion per tile; asked for
+  // beside it, they are refused.
+  if (!switches.kernels.flash_pingpong) {
+    backends::KernelOptions& k = out.kernels;
+    if (k.fp8_attention_mma_sums && given(switches, "fp8-attention-sums"))
+      return invalid_argument("--set fp8-attention-sums=mma is built for the ping-pong schedule: drop flash-pingpong=0 or "
+                              "use fp8-attention-sums=f32");
+    if (k.fp8_attention_promote_every > 1 && given(switches, "fp8-attention-promote"))
+      return invalid_argument("--set fp8-attention-promote=" + std::to_string(k.fp8_attention_promote_every) +
+                              " is built for the ping-pong schedule: drop flash-pingpong=0 or use fp8-attention-promote=1 or 0");
+    k.fp8_attention_mma_sums = false;
+    if (k.fp8_attention_promote_every > 1) k.fp8_attention_promote_every = 1;
+  }
   if (runs_sm90a(cc) && !switches.generic_kernels) return out;
   const std::string why = switches.generic_kernels && runs_sm90a(cc)
                               ? "kernels=generic keeps the run off Orochi's sm_90a kernels"

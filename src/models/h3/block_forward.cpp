@@ -15,6 +15,7 @@ void notify(const H3Observer& observer, const std::string& name, const Tensor& t
 
 // The GPU's FP8 attention on the CPU: q, k, v [S, heads, 128] rounded to bf16 (what the kernel's
 // pre-pass reads), quantized and attended as backends/cpu/attention_fp8.h does -> f32 [S, heads, 128].
+// Row sums of P's codes: the kernel's default (fp8-attention-sums=mma).
 Tensor fp8_attention_emulated(const Qkv& qkv) {
   OROCHI_CHECK(qkv.q.dim(2) == fp8_attention::kHeadDim, "the FP8 attention emulation needs head dim 128, got ",
                qkv.q.dim(2));
@@ -22,7 +23,7 @@ Tensor fp8_attention_emulated(const Qkv& qkv) {
   const cpu::Fp8AttentionOperands ops = cpu::quantize_attention_fp8(bf16(qkv.q), bf16(qkv.k), bf16(qkv.v));
   std::vector<int64_t> heads(static_cast<size_t>(qkv.q.dim(1)));
   for (size_t h = 0; h < heads.size(); ++h) heads[h] = static_cast<int64_t>(h);
-  return cpu::attention_fp8_emulated(ops, heads);
+  return cpu::attention_fp8_emulated(ops, heads, {}, cpu::Fp8RowSums::kCodes);
 }
 
 // Self-attention over all rows of x [S, H]; RoPE only when a table is given (not in the refiner).
