@@ -77,9 +77,10 @@ Status dump_forward(const std::string& path, const h3::H3Inputs& in, const pipel
 // The planner's own figures for one GPU holding the whole (bench-sized) denoiser: what the layout
 // choice weighs, as for a generate run.
 void one_gpu_figures(const h3::H3Config& config, const pipeline::PackedLayout& layout, int64_t text_rows,
-                     int64_t timesteps, const RunSwitches& switches, double* weights_gib, double* request_gib) {
+                     int64_t timesteps, const RunSwitches& switches, Precision precision, double* weights_gib,
+                     double* request_gib) {
   uint64_t weights = 0, request = 0;
-  for (const planner::WeightGroup& g : planner::h3_weight_groups(config, planner::ParallelLayout{}))
+  for (const planner::WeightGroup& g : planner::h3_weight_groups(config, planner::ParallelLayout{}, precision))
     if (g.tier != planner::Tier::kStreamedOnce) weights += g.bytes;
   planner::RequestShape shape;
   shape.rows = layout.rows;
@@ -88,7 +89,7 @@ void one_gpu_figures(const h3::H3Config& config, const pipeline::PackedLayout& l
   shape.audio_rows = layout.audio_indices.numel();
   shape.timesteps = timesteps;
   for (const planner::BufferBytes& b : planner::h3_request_buffers(config, shape, planner::ParallelLayout{}, switches.sp,
-                                                                   Precision::kBf16, /*fp8_attention=*/false))
+                                                                   precision, switches.kernels.fp8_attention(precision)))
     request += b.bytes;
   *weights_gib = static_cast<double>(weights) / kGiB;
   *request_gib = static_cast<double>(request) / kGiB;
@@ -157,7 +158,7 @@ Expected<nlohmann::json> cuda_bench_dit(const BenchDitOptions& o) {
   note(line);
   // One GPU, or every GPU of --gpus on the same request: the planner's choice.
   double weights_gib = 0, request_gib = 0;
-  one_gpu_figures(config, layout, o.text_rows, size.timesteps, switches, &weights_gib, &request_gib);
+  one_gpu_figures(config, layout, o.text_rows, size.timesteps, switches, o.precision, &weights_gib, &request_gib);
   OROCHI_ASSIGN_OR_RETURN(const planner::ParallelDegrees degrees,
                           planner::choose_parallel(o.parallel, config, o.gpus, static_cast<double>(total) / kGiB,
                                                    weights_gib, request_gib));
