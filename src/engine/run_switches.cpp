@@ -92,15 +92,15 @@ const std::vector<Switch>& switches() {
                          const A a = r.kernels.attention_precision;
                          return std::string(a == A::kFp8 ? "fp8" : a == A::kBf16 ? "bf16" : "auto");
                        }));
-    t.push_back(kernel_flag("fp8-gemm-accum", "OROCHI_FP8_GEMM_ACCUM", {"promoted", "fast"},
-                            "--precision fp8: cuBLASLt's FP8 GEMMs promote their partial sums to f32, or not (fast)",
+    t.push_back(kernel_flag("fp8-gemm-accum", "OROCHI_FP8_GEMM_ACCUM", {"fast", "promoted"},
+                            "--precision fp8: cuBLASLt's FP8 GEMMs leave their partial sums in the MMA (fast), or promote them to f32",
                             &K::fp8_gemm_fast_accum, "fast"));
-    t.push_back(choice("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"1", "2", "4", "0"},
-                       "FP8 attention: P V summed in f32 after every 1, 2 or 4 key tiles, or only in the FP8 MMA's accumulator (0)",
+    t.push_back(choice("fp8-attention-promote", "OROCHI_FP8_ATTENTION_PROMOTE", {"4", "2", "1", "0"},
+                       "FP8 attention: P V summed in f32 after every 4, 2 or 1 key tiles, or only in the FP8 MMA's accumulator (0)",
                        [](RunSwitches& r, const std::string& v) { r.kernels.fp8_attention_promote_every = std::stoi(v); },
                        [](const RunSwitches& r) { return std::to_string(r.kernels.fp8_attention_promote_every); }));
-    t.push_back(kernel_flag("fp8-attention-sums", "OROCHI_FP8_ATTENTION_SUMS", {"f32", "mma"},
-                            "FP8 attention's softmax denominators: f32 sums of the exponentials, or of P's e4m3 codes by an MMA",
+    t.push_back(kernel_flag("fp8-attention-sums", "OROCHI_FP8_ATTENTION_SUMS", {"mma", "f32"},
+                            "FP8 attention's softmax denominators: sums of P's e4m3 codes by an MMA, or f32 sums of the exponentials",
                             &K::fp8_attention_mma_sums, "mma"));
     t.push_back(choice("sp-qkv", "OROCHI_SP_QKV", {"auto", "gather", "heads"},
                        "how SP ranks bring q/k/v together: whichever moves fewer bytes, rows of x, or head chunks",
