@@ -419,6 +419,11 @@ TEST(FlashAttentionFp8, RefusesShapesAndWorkspacesItCannotUse) {
   const Status st = cuda::flash_attention_fp8(b.ptr, b.ptr, b.ptr, b.ptr, ok, nullptr, small);
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(st.message().find("flash_attention_fp8_workspace_bytes"), std::string::npos) << st.message();
+  // P V groups of 1, 2 or 4 key tiles (or none), and groups of several with ping-pong only.
+  Fp8Problem p(ok, 5);
+  ASSERT_TRUE(p.ready());
+  EXPECT_EQ(p.run(p.options(true, 3)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(p.run(p.options(false, 4)).code(), ErrorCode::kInvalidArgument);
 }
 
 // Informative on speed (prints, never fails on it): the bf16 kernel (its defaults) vs FP8 with and
